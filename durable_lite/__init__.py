@@ -1,0 +1,51 @@
+"""durable_lite: durable execution, small enough to read in one sitting.
+
+    import durable_lite as dl
+
+    @dl.workflow("refund", version=1)
+    def refund(ctx, order_id, amount):
+        order = ctx.step("lookup", lookup_order, order_id)
+        ...
+
+    engine = dl.Engine(dl.SQLiteStore("runs.db"))
+    run = engine.start(refund, "A-17", 40, run_id="refund-A-17")
+
+The core uses only the standard library. `dl.sim`, `dl.naive`, `dl.faults`, `dl.lab` and
+`dl.grading` load on first use, so `import durable_lite` stays fast.
+"""
+
+import importlib
+
+from .clock import FakeClock, SequentialIds, SystemClock
+from .context import Context, StepFailed
+from .engine import Engine
+from .errors import (Crash, DurableError, LeaseHeldError, LeaseLostError, NonDeterminismError,
+                     RunArgumentsMismatch, RunFinishedError, StepResultNotJSON, StepTimeout,
+                     StoreFileError, UnknownRunError, WorkflowNotRegistered)
+from .policy import Budget, Retry, Step
+from .run import Run
+from .store import MemoryStore, SQLiteStore, Store
+from .store.records import COMPLETED, FAILED, HALTED, RUNNING, SLEEPING, WAITING
+from .workflow import workflow
+
+__version__ = "0.1.0"
+
+_LAZY = {"sim", "naive", "faults", "lab", "grading", "examples"}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        module = importlib.import_module(f".{name}", __name__)
+        globals()[name] = module
+        return module
+    raise AttributeError(f"module 'durable_lite' has no attribute {name!r}")
+
+
+__all__ = [
+    "Budget", "COMPLETED", "Context", "Crash", "DurableError", "Engine", "FAILED", "FakeClock",
+    "HALTED", "LeaseHeldError", "LeaseLostError", "MemoryStore", "NonDeterminismError", "RUNNING",
+    "Retry", "Run", "RunArgumentsMismatch", "RunFinishedError", "SLEEPING", "SQLiteStore",
+    "SequentialIds", "Step", "StepFailed", "StepResultNotJSON", "StepTimeout", "Store",
+    "StoreFileError", "SystemClock", "UnknownRunError", "WAITING", "WorkflowNotRegistered",
+    "workflow", *sorted(_LAZY),
+]

@@ -1,0 +1,65 @@
+"""Time and ids, injectable so that lessons and tests are deterministic.
+
+The engine only ever asks `clock()` for epoch seconds and `sleep(seconds)` to wait. A
+`FakeClock` lets a lesson jump two days ahead without sleeping, and a `SequentialIds`
+makes every generated id predictable in notebook output.
+"""
+
+import itertools
+import time
+import uuid
+
+
+class SystemClock:
+    """Real wall-clock time."""
+
+    def __call__(self) -> float:
+        return time.time()
+
+    def sleep(self, seconds: float) -> None:
+        if seconds > 0:
+            time.sleep(seconds)
+
+
+class FakeClock:
+    """A clock that moves only when told to. Sleeping on it advances it instantly."""
+
+    def __init__(self, start: float = 1_767_225_600.0):  # 2026-01-01 00:00:00 UTC
+        self.t = float(start)
+
+    def __call__(self) -> float:
+        return self.t
+
+    def advance(self, seconds: float) -> float:
+        """Move time forward (e.g. `clock.advance(2 * 86400)` for two days); returns now."""
+        if seconds < 0:
+            raise ValueError(f"a clock cannot go backwards (asked to move {seconds} s)")
+        self.t += seconds
+        return self.t
+
+    def sleep(self, seconds: float) -> None:
+        self.advance(max(0.0, seconds))
+
+    def __repr__(self):
+        return f"FakeClock(t={self.t})"
+
+
+def sleeper_for(clock):
+    """How to wait on `clock`: its own `sleep` if it has one, else real sleep."""
+    return getattr(clock, "sleep", SystemClock().sleep)
+
+
+def random_ids():
+    """The default id source: random UUID4 strings."""
+    return str(uuid.uuid4())
+
+
+class SequentialIds:
+    """Predictable ids, `prefix-0001`, `prefix-0002`, … for deterministic output."""
+
+    def __init__(self, prefix: str = "id"):
+        self.prefix = prefix
+        self._n = itertools.count(1)
+
+    def __call__(self) -> str:
+        return f"{self.prefix}-{next(self._n):04d}"

@@ -1,0 +1,275 @@
+"""`Context`: what a workflow function receives, and where replay happens.
+
+The workflow function (the orchestration) runs from the top on every execution of a run.
+Each call to `ctx.step`, `ctx.now`, `ctx.wait_for_signal`… takes the next position in the
+run's history. If that position is already recorded, the recorded value is returned and
+nothing runs (replay). If not, the work is done once, its JSON result is committed, and
+only then does the workflow continue.
+
+Because the orchestration re-runs, it must make the same calls in the same order every
+time. Anything that could differ — the clock, randomness, ids, a model's answer — belongs
+inside a step or one of the ctx helpers that record it. Replay checks the kind and name at
+every position and raises NonDeterminismError when they disagree.
+"""
+
+import json
+import threading
+
+from . import jsonvalue
+from .errors import NonDeterminismError, StepTimeout
+from .keys import derive_key
+from .faults import AFTER_CHECKPOINT, AFTER_EFFECT, BEFORE_STEP
+from .policy import Step, Usage
+from .store.records import SIGNAL, SLEEPING, STEP, TIMER, VALUE, WAITING, WOKE, Entry, Event
+
+_MISSING = object()
+
+
+class Park(BaseException):
+    """Internal: the run must wait (for a signal or a wake time). Not an error."""
+
+    def __init__(self, status, waiting_for, wake_at):
+        super().__init__(status)
+        self.status, self.waiting_for, self.wake_at = status, waiting_for, wake_at
+
+
+class Halt(BaseException):
+    """Internal: a budget limit was reached before the next step."""
+
+    def __init__(self, reason):
+        super().__init__(reason)
+        self.reason = reason
+
+
+class StepFailed(Exception):
+    """A step exhausted its attempts. Raised into the workflow, which may catch it."""
+
+    def __init__(self, run_id, label, attempts, cause):
+        super().__init__(f"step {label!r} of run {run_id!r} failed after {attempts} "
+                         f"attempt(s): {type(cause).__name__}: {cause}")
+        self.step, self.attempts, self.cause = label, attempts, cause
+
+
+class Context:
+    def __init__(self, engine, run, entries, usage: Usage, budget, on_step=None):
+        self._engine = engine
+        self._run = run
+        self._entries = entries
+        self._position = 0
+        self._occurrences = {}
+        self.usage = usage
+        self.budget = budget
+        self.executed = []
+        self.replayed = []
+        self._on_step = on_step     # lab hook: called with (label, "executed"|"replayed")
+
+    @property
+    def run_id(self) -> str:
+        return self._run.run_id
+
+    # the core: step ---------------------------------------------------------------------
+    def step(self, step, fn, *args, **kwargs):
+        """Run `fn(*args, **kwargs)` once for this run; on replay, return its recorded result.
+
+        `step` is a name, or a `dl.Step(name, retry=..., timeout=..., cost=...)`. Every
+        keyword argument goes to `fn`, so step options never collide with fn's own.
+        """
+        spec = step if isinstance(step, Step) else Step(step)
+        position, occurrence = self._claim(STEP, spec.name)
+        recorded = self._replay(position, STEP, spec.name, occurrence)
+        if recorded is not _MISSING:
+            return recorded
+        label = _label(spec.name, occurrence)
+        engine = self._engine
+        self._before_new_work()
+        engine._fault_point(spec.name, occurrence, BEFORE_STEP)
+        started = engine.clock()
+        result, attempts = self._attempt(spec, label, position, fn, args, kwargs)
+        text, value = jsonvalue.roundtrip(result, what=f"step {label!r} of run {self.run_id!r}")
+        engine._fault_point(spec.name, occurrence, AFTER_EFFECT)
+        cost = spec.cost_of(value)
+        self._commit(Entry(position, STEP, spec.name, occurrence, text, attempts, started,
+                           engine.clock(), engine.worker, cost), label)
+        self.usage.steps += 1
+        self.usage.cost += cost
+        engine._fault_point(spec.name, occurrence, AFTER_CHECKPOINT)
+        return value
+
+    def _attempt(self, spec, label, position, fn, args, kwargs):
+        engine = self._engine
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                return _call(fn, args, kwargs, spec.timeout, label), attempt
+            except Exception as exc:
+                engine.store.add_event(Event(self.run_id, engine.clock(), "attempt_failed", position,
+                                             label, engine.worker,
+                                             f"attempt {attempt}: {type(exc).__name__}: {exc}"))
+                if not spec.retry.should_retry(exc, attempt):
+                    raise StepFailed(self.run_id, label, attempt, exc) from exc
+                engine.sleep(spec.retry.delay(attempt, engine.rng))
+
+    # recorded values --------------------------------------------------------------------
+    def now(self) -> float:
+        """The current time, recorded on first execution and replayed after."""
+        return self._value("now", self._engine.clock)
+
+    def uuid(self) -> str:
+        """A fresh id, recorded on first execution and replayed after."""
+        return self._value("uuid", self._engine.ids)
+
+    def random(self) -> float:
+        """A number in [0, 1), recorded on first execution and replayed after."""
+        return self._value("random", self._engine.rng.random)
+
+    def idempotency_key(self, *parts) -> str:
+        """A key derived only from this run's id and `parts`: the same on every replay and
+        in every process, different for every run. Pass it to providers that dedupe on it.
+        """
+        return derive_key(self.run_id, *parts)
+
+    def _value(self, name, produce):
+        position, occurrence = self._claim(VALUE, name)
+        recorded = self._replay(position, VALUE, name, occurrence)
+        if recorded is not _MISSING:
+            return recorded
+        text, value = jsonvalue.roundtrip(produce(), what=f"ctx.{name}() in run {self.run_id!r}")
+        now = self._engine.clock()
+        self._commit(Entry(position, VALUE, name, occurrence, text, 1, now, now, self._engine.worker))
+        return value
+
+    def _timer(self, name, seconds):
+        """A wake-up time fixed the first time this point is reached, so resumes never move it."""
+        position, occurrence = self._claim(TIMER, name)
+        recorded = self._replay(position, TIMER, name, occurrence)
+        if recorded is not _MISSING:
+            return recorded
+        now = self._engine.clock()
+        at = now + seconds
+        self._commit(Entry(position, TIMER, name, occurrence, json.dumps(at), 1, now, now,
+                           self._engine.worker))
+        return at
+
+    # waiting ----------------------------------------------------------------------------
+    def wait_for_signal(self, name: str, timeout: float):
+        """Park the run until `engine.signal(run_id, name, payload)` or `timeout` seconds pass.
+
+        Returns the payload, or None if the deadline passed first. While parked, no thread
+        or process is held: the call to start/resume returns a run with status 'waiting'.
+        """
+        if timeout is None or timeout <= 0:
+            raise ValueError(f"run {self.run_id!r}: wait_for_signal({name!r}) needs a positive "
+                             "timeout; a wait with no deadline can hang a run forever")
+        deadline = self._timer(name, timeout)
+        position, occurrence = self._claim(SIGNAL, name)
+        recorded = self._replay(position, SIGNAL, name, occurrence)
+        if recorded is not _MISSING:
+            return recorded
+        engine = self._engine
+        now = engine.clock()
+        pending = engine.store.pending_signal(self.run_id, name)
+        if pending is not None:
+            signal_id, payload_json = pending
+            engine.store.consume_signal_into(
+                self.run_id, signal_id,
+                Entry(position, SIGNAL, name, occurrence, payload_json, 1, now, now, engine.worker))
+            self._log(_label(name, occurrence), "executed")
+            return jsonvalue.decode(payload_json)
+        if now >= deadline:
+            self._commit(Entry(position, SIGNAL, name, occurrence, "null", 1, now, now, engine.worker),
+                         _label(name, occurrence))
+            return None
+        raise Park(WAITING, name, deadline)
+
+    def sleep(self, seconds: float, name: str = "sleep"):
+        """Durable sleep: park the run until `seconds` from the first time this is reached."""
+        wake_at = self._timer(name, seconds)
+        position, occurrence = self._claim(WOKE, name)
+        recorded = self._replay(position, WOKE, name, occurrence)
+        if recorded is not _MISSING:
+            return
+        now = self._engine.clock()
+        if now < wake_at:
+            raise Park(SLEEPING, name, wake_at)
+        self._commit(Entry(position, WOKE, name, occurrence, json.dumps(now), 1, now, now,
+                           self._engine.worker), _label(name, occurrence))
+
+    # replay machinery -------------------------------------------------------------------
+    def _claim(self, kind, name):
+        """The next position, and which occurrence of (kind, name) this call is."""
+        position = self._position
+        self._position += 1
+        key = (kind, name)
+        occurrence = self._occurrences.get(key, 0) + 1
+        self._occurrences[key] = occurrence
+        return position, occurrence
+
+    def _replay(self, position, kind, name, occurrence):
+        if position >= len(self._entries):
+            return _MISSING
+        entry = self._entries[position]
+        if entry.kind != kind or entry.name != name:
+            raise NonDeterminismError(
+                f"run {self.run_id!r} diverged from its history at position {position}: it "
+                f"recorded {entry.kind} {entry.label!r} there, but the workflow now asks for "
+                f"{kind} {_label(name, occurrence)!r}. The orchestration must make the same "
+                "calls in the same order on every replay: move clock reads, random choices "
+                "and ids into steps (or ctx.now/ctx.random/ctx.uuid), or give changed code "
+                "a new workflow version.")
+        if kind in (STEP, SIGNAL, WOKE):
+            self._log(entry.label, "replayed")
+        return jsonvalue.decode(entry.result_json)
+
+    def _before_new_work(self):
+        engine = self._engine
+        reason = self.usage.exceeded(self.budget, self._run.created_at, engine.clock())
+        if reason:
+            raise Halt(reason)
+        engine._keep_lease(self._run.run_id)
+
+    def _commit(self, entry, label=None):
+        self._engine.store.record_entry(self.run_id, entry)
+        self._entries.append(entry)
+        if label:
+            self._log(label, "executed")
+
+    def _log(self, label, how):
+        (self.executed if how == "executed" else self.replayed).append(label)
+        if self._on_step is not None:
+            self._on_step(label, how)
+
+    @property
+    def position(self) -> int:
+        return self._position
+
+    @property
+    def recorded(self) -> int:
+        return len(self._entries)
+
+
+def _label(name, occurrence):
+    return name if occurrence == 1 else f"{name}#{occurrence}"
+
+
+def _call(fn, args, kwargs, timeout, label):
+    if timeout is None:
+        return fn(*args, **kwargs)
+    # A thread cannot be killed: on timeout the call is abandoned, not stopped, and may still
+    # finish its side effect later. That is one more reason side effects need idempotency keys.
+    box = {}
+
+    def target():
+        try:
+            box["value"] = fn(*args, **kwargs)
+        except BaseException as exc:  # handed back to the caller's thread below
+            box["error"] = exc
+
+    worker = threading.Thread(target=target, daemon=True, name=f"step {label}")
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
+        raise StepTimeout(f"step {label!r} did not finish within {timeout}s")
+    if "error" in box:
+        raise box["error"]
+    return box["value"]

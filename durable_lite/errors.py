@@ -1,0 +1,60 @@
+"""Every error durable_lite raises, in one place.
+
+Each message names the run, step or file involved, so a learner reading a traceback in a
+notebook knows where to look without opening the engine.
+"""
+
+
+class DurableError(Exception):
+    """Base class for every error durable_lite raises on purpose."""
+
+
+class NonDeterminismError(DurableError):
+    """Replay reached a recorded position, but the workflow asked for something else there."""
+
+
+class StepResultNotJSON(DurableError):
+    """A step returned a value the store cannot record as JSON."""
+
+
+class StoreFileError(DurableError):
+    """A store file is not a durable_lite database, or was written by a newer version."""
+
+
+class UnknownRunError(DurableError, KeyError):
+    """No run with that id exists in the store."""
+
+    def __str__(self):  # KeyError would otherwise print the message in quotes
+        return self.args[0] if self.args else ""
+
+
+class RunFinishedError(DurableError):
+    """The operation needs a run that is still going, but this one has finished."""
+
+
+class RunArgumentsMismatch(DurableError):
+    """`start` was given a run id that exists, with different arguments."""
+
+
+class WorkflowNotRegistered(DurableError):
+    """A run needs workflow code (name, version) that this process has not defined."""
+
+
+class LeaseHeldError(DurableError):
+    """Another live worker holds the lease on this run."""
+
+
+class LeaseLostError(DurableError):
+    """This worker's lease expired and another worker took the run over."""
+
+
+class StepTimeout(DurableError):
+    """A step attempt ran longer than its timeout."""
+
+
+class Crash(BaseException):
+    """A simulated crash, raised by fault injection.
+
+    A BaseException (like KeyboardInterrupt) so that `except Exception` in workflow or step
+    code cannot swallow it: a real crash cannot be caught either.
+    """

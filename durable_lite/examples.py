@@ -1,0 +1,93 @@
+"""The course's two running examples, importable so a fresh process can resume them.
+
+A notebook can define workflows in cells, but a child process that is killed and a fresh
+one that resumes need to import the code. These workflows take the world's folder as their
+first argument, so every process talks to the same simulated bank, mailer and desk.
+
+refund:   lookup -> refund -> email -> close        (the chapter's support-agent story)
+research: retrieval -> extraction (+ email) -> drafting -> deliver
+          (the review's companion script: drafting fails on its first call)
+"""
+
+from .sim import World
+from .workflow import workflow
+
+_worlds = {}
+
+
+def world_at(folder, **options) -> World:
+    """One World object per folder and process (opening SQLite files once, not per step)."""
+    key = (folder, tuple(sorted(options.items())))
+    if key not in _worlds:
+        _worlds[key] = World(folder, **options)
+    return _worlds[key]
+
+
+# refund -----------------------------------------------------------------------------------
+def lookup_order(folder, order_id):
+    return world_at(folder).orders.lookup(order_id)
+
+
+def issue_refund(folder, order_id, amount, idempotency_key=None, careless=False):
+    world = world_at(folder)
+    provider = world.careless if careless else world.payments
+    return provider.refund(order_id, amount, idempotency_key=idempotency_key)
+
+
+def email_customer(folder, to, subject):
+    return world_at(folder).mailer.send(to, subject)
+
+
+def close_ticket(folder, ticket):
+    return world_at(folder).tickets.close(ticket)
+
+
+REFUND_STEPS = ("lookup", "refund", "email", "close")
+
+
+@workflow("refund", version=1)
+def refund(ctx, folder, order_id, amount, use_key=True, careless=False):
+    """Refund an order, tell the customer, close their ticket."""
+    order = ctx.step("lookup", lookup_order, folder, order_id)
+    key = ctx.idempotency_key("refund", order_id) if use_key else None
+    payment = ctx.step("refund", issue_refund, folder, order_id, amount,
+                       idempotency_key=key, careless=careless)
+    ctx.step("email", email_customer, folder, order["email"], f"Refund of {amount} for {order_id}")
+    ctx.step("close", close_ticket, folder, order["ticket"])
+    return {"order": order_id, "refund_id": payment["refund_id"], "amount": amount}
+
+
+# research ---------------------------------------------------------------------------------
+RESEARCH_STEPS = ("retrieval", "extraction", "drafting", "deliver")
+
+
+def research_world(folder):
+    """The research world: drafting fails on its very first call, like the source script."""
+    return world_at(folder, fail_first=(("drafting", 1),))
+
+
+def research_tool(folder, name, payload=None):
+    return research_world(folder).tools.call(name, payload)
+
+
+def extract_and_notify(folder, docs, to):
+    """Extraction has a side effect: it emails the stakeholder that extraction is done."""
+    world = research_world(folder)
+    out = world.tools.call("extraction", docs["output"])
+    world.mailer.send(to, "Extraction finished")
+    return out
+
+
+def draft(folder, facts, nonce):
+    world = research_world(folder)
+    world.tools.call("drafting", facts["output"])
+    return world.llm.complete(f"Draft a report from {facts['output']}", nonce=nonce)
+
+
+@workflow("research", version=1)
+def research(ctx, folder, topic, to="team@example.com", nonce=1):
+    docs = ctx.step("retrieval", research_tool, folder, "retrieval", topic)
+    facts = ctx.step("extraction", extract_and_notify, folder, docs, to)
+    report = ctx.step("drafting", draft, folder, facts, nonce)
+    ctx.step("deliver", research_tool, folder, "deliver", report["text"])
+    return {"topic": topic, "draft": report["text"]}

@@ -1,0 +1,24 @@
+"""Teaching aids for the notebooks: widgets, plots and tables.
+
+Nothing here is imported by `import durable_lite`; each name below loads its module (and
+ipywidgets, matplotlib or pandas) the first time a lesson asks for it.
+"""
+
+import importlib
+
+# public name -> module in this package that defines it
+_EXPORTS = {
+    "scratch_folder": "workspace",
+}
+
+
+def __getattr__(name):
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'durable_lite.lab' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted([*globals(), *_EXPORTS])

@@ -1,0 +1,73 @@
+"""What every store offers the engine. Two implementations: memory and SQLite.
+
+Every write is committed before the method returns: when `record_entry` comes back, the
+checkpoint survives whatever happens to the process next (for SQLite; memory is the
+counter-example the course uses to show why that matters).
+"""
+
+from typing import Iterable, List, Optional
+
+from .records import Entry, Event, RunRecord
+
+
+class Store:
+    name = "store"
+
+    # runs
+    def create_run(self, run: RunRecord) -> None:
+        raise NotImplementedError
+
+    def get_run(self, run_id: str) -> Optional[RunRecord]:
+        raise NotImplementedError
+
+    def update_run(self, run_id: str, **fields) -> None:
+        raise NotImplementedError
+
+    def list_runs(self, statuses: Iterable[str] = ()) -> List[RunRecord]:
+        """Every run, or those whose status is in `statuses`, oldest first."""
+        raise NotImplementedError
+
+    # checkpoints
+    def load_entries(self, run_id: str) -> List[Entry]:
+        """All of a run's checkpoints, in position order, in one read."""
+        raise NotImplementedError
+
+    def record_entry(self, run_id: str, entry: Entry) -> None:
+        """Commit one checkpoint. Raises LeaseLostError if that position is already taken."""
+        raise NotImplementedError
+
+    def discard_entries_from(self, run_id: str, position: int) -> List[Entry]:
+        """Remove checkpoints at `position` and after; return what was removed."""
+        raise NotImplementedError
+
+    # signals
+    def add_signal(self, run_id: str, name: str, payload_json: str, at: float) -> None:
+        raise NotImplementedError
+
+    def pending_signal(self, run_id: str, name: str) -> Optional[tuple]:
+        """(signal id, payload json) of the oldest unconsumed signal with that name."""
+        raise NotImplementedError
+
+    def consume_signal_into(self, run_id: str, signal_id: int, entry: Entry) -> None:
+        """Mark a signal consumed and record the wait's outcome, in one transaction."""
+        raise NotImplementedError
+
+    # leases
+    def try_lease(self, run_id: str, owner: str, until: float, now: float,
+                  steal_from: Optional[str] = None) -> bool:
+        """Take or renew the run's lease. Succeeds if it is free, expired, already ours,
+        or held by `steal_from` (a worker known to be dead)."""
+        raise NotImplementedError
+
+    def release_lease(self, run_id: str, owner: str) -> None:
+        raise NotImplementedError
+
+    # events
+    def add_event(self, event: Event) -> None:
+        raise NotImplementedError
+
+    def events(self, run_id: str) -> List[Event]:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass

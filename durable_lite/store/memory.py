@@ -1,0 +1,94 @@
+"""A store that lives in a dict: fast, simple, and gone when the process dies.
+
+The course uses it to show exactly that. It encodes values the same way SQLiteStore does,
+so the only difference a learner sees is what survives a crash.
+"""
+
+import copy
+import itertools
+from dataclasses import replace
+
+from ..errors import LeaseLostError, UnknownRunError
+from .base import Store
+
+
+class MemoryStore(Store):
+    name = "memory"
+
+    def __init__(self):
+        self._runs = {}
+        self._entries = {}
+        self._signals = []          # [id, run_id, name, payload_json, consumed]
+        self._events = []
+        self._ids = itertools.count(1)
+
+    def create_run(self, run):
+        if run.run_id in self._runs:
+            raise ValueError(f"run {run.run_id!r} already exists")
+        self._runs[run.run_id] = replace(run)
+        self._entries[run.run_id] = []
+
+    def get_run(self, run_id):
+        run = self._runs.get(run_id)
+        return None if run is None else replace(run)
+
+    def update_run(self, run_id, **fields):
+        if run_id not in self._runs:
+            raise UnknownRunError(f"no run {run_id!r} in this memory store")
+        for key, value in fields.items():
+            setattr(self._runs[run_id], key, value)
+
+    def list_runs(self, statuses=()):
+        wanted = set(statuses)
+        return [replace(r) for r in self._runs.values() if not wanted or r.status in wanted]
+
+    def load_entries(self, run_id):
+        return [replace(e) for e in self._entries.get(run_id, [])]
+
+    def record_entry(self, run_id, entry):
+        entries = self._entries[run_id]
+        if entry.position != len(entries):
+            raise LeaseLostError(
+                f"run {run_id!r}: position {entry.position} ({entry.label}) was already "
+                "recorded by another worker"
+            )
+        entries.append(replace(entry))
+
+    def discard_entries_from(self, run_id, position):
+        entries = self._entries[run_id]
+        removed = entries[position:]
+        del entries[position:]
+        return removed
+
+    def add_signal(self, run_id, name, payload_json, at):
+        self._signals.append([next(self._ids), run_id, name, payload_json, False])
+
+    def pending_signal(self, run_id, name):
+        for sig in self._signals:
+            if sig[1] == run_id and sig[2] == name and not sig[4]:
+                return sig[0], sig[3]
+        return None
+
+    def consume_signal_into(self, run_id, signal_id, entry):
+        self.record_entry(run_id, entry)
+        for sig in self._signals:
+            if sig[0] == signal_id:
+                sig[4] = True
+
+    def try_lease(self, run_id, owner, until, now, steal_from=None):
+        run = self._runs[run_id]
+        if run.lease_owner in (None, owner, steal_from) or (run.lease_expires or 0) < now:
+            run.lease_owner, run.lease_expires = owner, until
+            return True
+        return False
+
+    def release_lease(self, run_id, owner):
+        run = self._runs.get(run_id)
+        if run is not None and run.lease_owner == owner:
+            run.lease_owner = run.lease_expires = None
+
+    def add_event(self, event):
+        self._events.append(replace(event, seq=len(self._events) + 1))
+
+    def events(self, run_id):
+        return [copy.copy(e) for e in self._events if e.run_id == run_id]

@@ -1,0 +1,77 @@
+"""The SQLite schema, its version, and how to move an older file forward.
+
+A store file records which schema wrote it (table `durable_lite_meta`). Opening a file
+from an older schema migrates it in one transaction; a file from a newer schema, or one
+that is not a durable_lite database at all, is refused untouched.
+"""
+
+APP = "durable_lite"
+SCHEMA_VERSION = 2
+
+# Schema 1: runs, checkpoints and signals. Kept verbatim so the migration can be tested
+# on a file that schema 1 really wrote.
+SCHEMA_1 = """
+CREATE TABLE durable_lite_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE runs (
+    run_id      TEXT PRIMARY KEY,
+    workflow    TEXT NOT NULL,
+    version     INTEGER NOT NULL,
+    args        TEXT NOT NULL,
+    kwargs      TEXT NOT NULL,
+    status      TEXT NOT NULL,
+    created_at  REAL NOT NULL,
+    updated_at  REAL NOT NULL,
+    result      TEXT,
+    error       TEXT,
+    budget      TEXT,
+    halt_reason TEXT,
+    waiting_for TEXT,
+    wake_at     REAL
+);
+CREATE TABLE entries (
+    run_id      TEXT NOT NULL,
+    position    INTEGER NOT NULL,
+    kind        TEXT NOT NULL,
+    name        TEXT NOT NULL,
+    occurrence  INTEGER NOT NULL,
+    result      TEXT,
+    attempts    INTEGER NOT NULL,
+    started_at  REAL,
+    ended_at    REAL,
+    worker      TEXT,
+    cost        REAL NOT NULL,
+    PRIMARY KEY (run_id, position)
+) WITHOUT ROWID;
+CREATE TABLE signals (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id      TEXT NOT NULL,
+    name        TEXT NOT NULL,
+    payload     TEXT,
+    sent_at     REAL NOT NULL,
+    consumed    INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX runs_by_status ON runs (status);
+CREATE INDEX signals_pending ON signals (run_id, name, consumed);
+INSERT INTO durable_lite_meta VALUES ('app', 'durable_lite'), ('schema_version', '1');
+"""
+
+# Schema 2 adds leases (so two workers never run one run) and an event log (failed
+# attempts, parks and resumes, for history and tracing).
+MIGRATIONS = {
+    2: """
+ALTER TABLE runs ADD COLUMN lease_owner TEXT;
+ALTER TABLE runs ADD COLUMN lease_expires REAL;
+CREATE TABLE events (
+    seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id      TEXT NOT NULL,
+    at          REAL NOT NULL,
+    kind        TEXT NOT NULL,
+    position    INTEGER,
+    name        TEXT,
+    worker      TEXT,
+    detail      TEXT
+);
+CREATE INDEX events_by_run ON events (run_id, seq);
+UPDATE durable_lite_meta SET value = '2' WHERE key = 'schema_version';
+""",
+}

@@ -1,0 +1,213 @@
+"""The embedded default: runs and checkpoints in one SQLite file.
+
+- WAL journal: readers do not block the writer, and a commit is one append to the log.
+- One transaction per checkpoint, committed before `record_entry` returns.
+- `durability="process"` (default) uses synchronous=NORMAL: a commit survives the process
+  being killed at any instant. `durability="power"` uses synchronous=FULL: it also survives
+  the machine losing power, at the price of an fsync per checkpoint (see benchmarks/).
+- Values are JSON text. Opening a store never unpickles or evaluates anything.
+"""
+
+import os
+import sqlite3
+from typing import Optional
+
+from ..errors import LeaseLostError, StoreFileError, UnknownRunError
+from .base import Store
+from .records import Entry, Event, RunRecord
+from .schema import APP, MIGRATIONS, SCHEMA_1, SCHEMA_VERSION
+
+_SYNC = {"process": "NORMAL", "power": "FULL"}
+
+_RUN_COLUMNS = ("run_id", "workflow", "version", "args", "kwargs", "status", "created_at",
+                "updated_at", "result", "error", "budget", "halt_reason", "waiting_for",
+                "wake_at", "lease_owner", "lease_expires")
+# RunRecord field name -> column name, where they differ.
+_FIELD_TO_COLUMN = {"args_json": "args", "kwargs_json": "kwargs", "result_json": "result",
+                    "budget_json": "budget"}
+_ENTRY_COLUMNS = "position, kind, name, occurrence, result, attempts, started_at, ended_at, worker, cost"
+
+
+class SQLiteStore(Store):
+    name = "sqlite"
+
+    def __init__(self, path, durability: str = "process", timeout: float = 30.0):
+        if durability not in _SYNC:
+            raise ValueError(f"durability must be 'process' or 'power', not {durability!r}")
+        self.path = os.fspath(path)
+        self.durability = durability
+        self._check_is_ours_before_writing()
+        # isolation_level=None: we issue BEGIN/COMMIT ourselves, so a single INSERT is
+        # exactly one committed transaction and nothing is left open between calls.
+        self._db = sqlite3.connect(self.path, timeout=timeout, isolation_level=None,
+                                   check_same_thread=False)
+        self._db.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+        self._db.execute("PRAGMA journal_mode = WAL")
+        self._db.execute(f"PRAGMA synchronous = {_SYNC[durability]}")
+        self._migrate()
+
+    def __repr__(self):
+        return f"SQLiteStore({os.path.basename(self.path)!r})"
+
+    # opening ----------------------------------------------------------------------------
+    def _check_is_ours_before_writing(self):
+        """Refuse a file we did not write, before SQLite or a migration touches it."""
+        if not os.path.exists(self.path) or os.path.getsize(self.path) == 0:
+            return
+        with open(self.path, "rb") as f:
+            if f.read(16) != b"SQLite format 3\x00":
+                raise StoreFileError(f"{self.path} is not a SQLite database, so not a durable_lite store")
+        probe = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
+        try:
+            tables = {r[0] for r in probe.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            if not tables:
+                return  # an empty database: we may initialise it
+            if "durable_lite_meta" not in tables:
+                raise StoreFileError(
+                    f"{self.path} is a SQLite database but not a durable_lite store "
+                    f"(its tables: {', '.join(sorted(tables))}); it was left untouched")
+            meta = dict(probe.execute("SELECT key, value FROM durable_lite_meta"))
+        except sqlite3.DatabaseError as exc:
+            raise StoreFileError(f"{self.path} cannot be read as a durable_lite store: {exc}") from None
+        finally:
+            probe.close()
+        if meta.get("app") != APP:
+            raise StoreFileError(f"{self.path} has a durable_lite_meta table but app={meta.get('app')!r}")
+        version = int(meta.get("schema_version", 0))
+        if version > SCHEMA_VERSION:
+            raise StoreFileError(
+                f"{self.path} was written by a newer durable_lite (schema {version}; this one "
+                f"reads up to {SCHEMA_VERSION}). Upgrade durable_lite; the file was left untouched.")
+
+    def _migrate(self):
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            version = 0
+            if "durable_lite_meta" in tables:
+                version = int(db.execute(
+                    "SELECT value FROM durable_lite_meta WHERE key='schema_version'").fetchone()[0])
+            if version == 0:
+                for statement in SCHEMA_1.split(";"):
+                    if statement.strip():
+                        db.execute(statement)
+                version = 1
+            for target in range(version + 1, SCHEMA_VERSION + 1):
+                for statement in MIGRATIONS[target].split(";"):
+                    if statement.strip():
+                        db.execute(statement)
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    def schema_version(self) -> int:
+        row = self._db.execute("SELECT value FROM durable_lite_meta WHERE key='schema_version'").fetchone()
+        return int(row[0])
+
+    def close(self):
+        self._db.close()
+
+    # runs -------------------------------------------------------------------------------
+    def create_run(self, run: RunRecord):
+        values = [getattr(run, f) for f in RunRecord.__dataclass_fields__]
+        try:
+            self._db.execute(f"INSERT INTO runs ({', '.join(_RUN_COLUMNS)}) VALUES "
+                             f"({', '.join('?' * len(_RUN_COLUMNS))})", values)
+        except sqlite3.IntegrityError:
+            raise ValueError(f"run {run.run_id!r} already exists in {self.path}") from None
+
+    def get_run(self, run_id) -> Optional[RunRecord]:
+        row = self._db.execute(f"SELECT {', '.join(_RUN_COLUMNS)} FROM runs WHERE run_id = ?",
+                               (run_id,)).fetchone()
+        return None if row is None else RunRecord(*row)
+
+    def update_run(self, run_id, **fields):
+        columns = [_FIELD_TO_COLUMN.get(k, k) for k in fields]
+        cur = self._db.execute(
+            f"UPDATE runs SET {', '.join(c + ' = ?' for c in columns)} WHERE run_id = ?",
+            [*fields.values(), run_id])
+        if cur.rowcount == 0:
+            raise UnknownRunError(f"no run {run_id!r} in {self.path}")
+
+    def list_runs(self, statuses=()):
+        sql = f"SELECT {', '.join(_RUN_COLUMNS)} FROM runs"
+        statuses = list(statuses)
+        if statuses:
+            sql += f" WHERE status IN ({', '.join('?' * len(statuses))})"
+        return [RunRecord(*row) for row in self._db.execute(sql + " ORDER BY created_at, run_id", statuses)]
+
+    # checkpoints ------------------------------------------------------------------------
+    def load_entries(self, run_id):
+        rows = self._db.execute(
+            f"SELECT {_ENTRY_COLUMNS} FROM entries WHERE run_id = ? ORDER BY position", (run_id,))
+        return [Entry(*row) for row in rows]
+
+    def record_entry(self, run_id, entry: Entry):
+        try:
+            self._insert_entry(run_id, entry)
+        except sqlite3.IntegrityError:
+            raise LeaseLostError(
+                f"run {run_id!r}: position {entry.position} ({entry.label}) was already recorded "
+                "by another worker; this worker lost its lease") from None
+
+    def _insert_entry(self, run_id, e: Entry):
+        self._db.execute(
+            "INSERT INTO entries VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (run_id, e.position, e.kind, e.name, e.occurrence, e.result_json, e.attempts,
+             e.started_at, e.ended_at, e.worker, e.cost))
+
+    def discard_entries_from(self, run_id, position):
+        removed = [e for e in self.load_entries(run_id) if e.position >= position]
+        self._db.execute("DELETE FROM entries WHERE run_id = ? AND position >= ?", (run_id, position))
+        return removed
+
+    # signals ----------------------------------------------------------------------------
+    def add_signal(self, run_id, name, payload_json, at):
+        self._db.execute("INSERT INTO signals (run_id, name, payload, sent_at) VALUES (?, ?, ?, ?)",
+                         (run_id, name, payload_json, at))
+
+    def pending_signal(self, run_id, name):
+        return self._db.execute(
+            "SELECT id, payload FROM signals WHERE run_id = ? AND name = ? AND consumed = 0 "
+            "ORDER BY id LIMIT 1", (run_id, name)).fetchone()
+
+    def consume_signal_into(self, run_id, signal_id, entry):
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            self._insert_entry(run_id, entry)
+            db.execute("UPDATE signals SET consumed = 1 WHERE id = ?", (signal_id,))
+            db.execute("COMMIT")
+        except sqlite3.IntegrityError:
+            db.execute("ROLLBACK")
+            raise LeaseLostError(f"run {run_id!r}: signal wait at position {entry.position} "
+                                 "was already recorded by another worker") from None
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    # leases -----------------------------------------------------------------------------
+    def try_lease(self, run_id, owner, until, now, steal_from=None):
+        cur = self._db.execute(
+            "UPDATE runs SET lease_owner = ?, lease_expires = ? WHERE run_id = ? AND "
+            "(lease_owner IS NULL OR lease_owner = ? OR lease_owner = ? OR lease_expires < ?)",
+            (owner, until, run_id, owner, steal_from, now))
+        return cur.rowcount == 1
+
+    def release_lease(self, run_id, owner):
+        self._db.execute("UPDATE runs SET lease_owner = NULL, lease_expires = NULL "
+                         "WHERE run_id = ? AND lease_owner = ?", (run_id, owner))
+
+    # events -----------------------------------------------------------------------------
+    def add_event(self, e: Event):
+        self._db.execute(
+            "INSERT INTO events (run_id, at, kind, position, name, worker, detail) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)", (e.run_id, e.at, e.kind, e.position, e.name, e.worker, e.detail))
+
+    def events(self, run_id):
+        rows = self._db.execute(
+            "SELECT run_id, at, kind, position, name, worker, detail, seq FROM events "
+            "WHERE run_id = ? ORDER BY seq", (run_id,))
+        return [Event(*row) for row in rows]
