@@ -9,6 +9,9 @@ import importlib
 # public name -> module in this package that defines it
 _EXPORTS = {
     "scratch_folder": "workspace",
+    "CrashLab": "crash_lab",
+    "CrashLabModel": "crash_lab",
+    "crash_lab_sweep": "crash_lab",
 }
 
 
