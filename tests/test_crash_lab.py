@@ -140,7 +140,7 @@ def test_the_dropdown_offers_every_step_at_both_points(lab):
 
 
 def test_repr_is_short_and_stable(lab):
-    assert repr(lab) == "CrashLab(mode='naive', crash='email: after its checkpoint')"
+    assert repr(lab) == "CrashLab(mode='naive', crash='between email and close')"
     assert lab._repr_mimebundle_()["text/plain"] == repr(lab)
 
 

@@ -12,6 +12,14 @@ _EXPORTS = {
     "CrashLab": "crash_lab",
     "CrashLabModel": "crash_lab",
     "crash_lab_sweep": "crash_lab",
+    "history_table": "tables",
+    "trace_table": "tables",
+    "ledger_table": "tables",
+    "events_table": "tables",
+    "sweep_table": "tables",
+    "grouped_bars": "plots",
+    "executions_per_attempt": "plots",
+    "step_timeline": "plots",
 }
 
 

@@ -51,8 +51,9 @@ def describe_crash(crash) -> str:
         return "no crash"
     step, when = crash
     if when == AFTER_EFFECT:
-        return f"{step}: after its effect, before its checkpoint"
-    return f"{step}: after its checkpoint"
+        return f"{step}: after the effect, before the checkpoint"
+    later = REFUND_STEPS[REFUND_STEPS.index(step) + 1:]
+    return f"between {step} and {later[0]}" if later else f"after {step}, before the run ends"
 
 
 def crash_key(crash) -> str:
@@ -148,7 +149,7 @@ class CrashLabModel:
                 # the step's function ran but no checkpoint was written, so the engine's
                 # hook never reported it: log the work the world saw
                 self._say("executed", f"{step}: executed (its checkpoint was never written)", step)
-            self._say("crash", f"CRASH {describe_crash(crash)}. The process is gone.", step)
+            self._say("crash", f"CRASH ({describe_crash(crash)}): the process is gone", step)
             self.status = "crashed"
         else:
             self._say("completed", f"completed: refund {self.result['refund_id']} for "
