@@ -20,6 +20,11 @@ _EXPORTS = {
     "grouped_bars": "plots",
     "executions_per_attempt": "plots",
     "step_timeline": "plots",
+    "run_through_crashes": "replay",
+    "attempts_frame": "replay",
+    "count_checkpoints": "replay",
+    "plot_bars": "replay",
+    "plot_lines": "replay",
 }
 
 
