@@ -102,7 +102,10 @@ def run_in_child(store_path, workflow_module: str, workflow_name: str, *args,
     env = dict(os.environ)
     if python_path:
         env["PYTHONPATH"] = os.pathsep.join([*map(os.fspath, python_path), env.get("PYTHONPATH", "")])
-    proc = subprocess.run([sys.executable, "-m", "durable_lite.faults", json.dumps(spec)],
+    # Import the module by its package name rather than running it with -m: as __main__ it
+    # would be a second copy whose CrashAt is not the class the engine checks against.
+    child = "import sys; from durable_lite.faults import _child_main; _child_main(sys.argv[1])"
+    proc = subprocess.run([sys.executable, "-c", child, json.dumps(spec)],
                           capture_output=True, text=True, timeout=timeout, env=env)
     report = None
     for line in proc.stdout.splitlines():
