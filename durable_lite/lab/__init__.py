@@ -25,6 +25,12 @@ _EXPORTS = {
     "count_checkpoints": "replay",
     "plot_bars": "replay",
     "plot_lines": "replay",
+    "ReliabilityExplorer": "reliability",
+    "ReliabilityModel": "reliability",
+    "ApprovalInbox": "inbox",
+    "InboxModel": "inbox",
+    "BudgetMeter": "budget_meter",
+    "BudgetGauge": "budget_meter",
 }
 
 

@@ -1,0 +1,385 @@
+"""The reliability arithmetic of a plan of steps, and a simulation that checks it.
+
+A run of `n` steps, each succeeding with probability `p`:
+
+    first try, no retries             p ** n
+    up to k attempts of EACH step     (1 - (1 - p) ** k) ** n
+    up to k attempts of the WHOLE run 1 - (1 - p ** n) ** k      (restart from the top)
+
+`simulate(...)` checks these against real runs: the same workflow (n named steps, each one
+call to `World.tools`, a tool that fails with probability 1 - p) run many times, either by
+`dl.Engine` with a per-step `dl.Retry` on a `FakeClock` (backoff costs no real time), or by
+`dl.naive.NaiveRunner`, which restarts the whole run. It counts runs that finish and every
+tool call made, failed ones included: the price of each strategy.
+
+`ReliabilityModel` holds the logic behind the `ReliabilityExplorer` widget (sliders for p,
+n and k); it is plain Python so tests can drive it without a browser.
+"""
+
+import tempfile
+from dataclasses import dataclass
+from typing import Dict, Optional
+
+from ..clock import FakeClock, SequentialIds
+from ..engine import Engine
+from ..naive import NaiveRunner
+from ..policy import Retry, Step
+from ..sim import World, _Ledger
+from ..store import MemoryStore
+from ..workflow import workflow
+
+DURABLE = "per-step retry"
+RESTART = "restart from the top"
+STRATEGIES = (DURABLE, RESTART)
+
+
+# the arithmetic ---------------------------------------------------------------------------
+def first_try_rate(p: float, n: int) -> float:
+    """Chance that all n steps succeed at their first attempt."""
+    return p ** n
+
+
+def step_success_rate(p: float, k: int) -> float:
+    """Chance that one step succeeds within k attempts: it fails only if all k fail."""
+    return 1 - (1 - p) ** k
+
+
+def per_step_retry_rate(p: float, n: int, k: int) -> float:
+    """Chance that a run finishes when each step may be attempted up to k times."""
+    return step_success_rate(p, k) ** n
+
+
+def restart_rate(p: float, n: int, k: int) -> float:
+    """Chance that a run finishes when the whole run may be attempted up to k times."""
+    return 1 - (1 - p ** n) ** k
+
+
+def finish_rate(strategy: str, p: float, n: int, k: int) -> float:
+    return per_step_retry_rate(p, n, k) if strategy == DURABLE else restart_rate(p, n, k)
+
+
+def expected_executions(strategy: str, p: float, n: int, k: int) -> float:
+    """Expected step executions (tool calls, failed ones included) per run.
+
+    Per-step retry: step j is reached only if steps 1..j-1 succeeded, and then costs
+    1 + (1-p) + ... + (1-p)**(k-1) attempts on average.
+    Restart: one attempt executes step j only if steps 1..j-1 succeeded in that attempt;
+    attempt a happens only if the a-1 attempts before it all failed.
+    """
+    q = 1 - p
+    if strategy == DURABLE:
+        per_step = sum(q ** i for i in range(k))
+        reach = step_success_rate(p, k)
+        return per_step * sum(reach ** j for j in range(n))
+    per_attempt = sum(p ** j for j in range(n))
+    return per_attempt * sum((1 - p ** n) ** a for a in range(k))
+
+
+# the simulation ---------------------------------------------------------------------------
+_worlds: Dict[str, World] = {}
+
+
+def _call_tool(folder, name):
+    return _worlds[folder].tools.call(name)
+
+
+@workflow("flaky-plan", version=1)
+def flaky_plan(ctx, folder, n, k):
+    """n named steps, each one flaky tool call, each retried up to k times by the engine.
+    (Under the naive runner `ctx.step` just calls the function: no per-step retry.)"""
+    retry = Retry(max_attempts=k, initial=1.0, multiplier=2.0, cap=60.0, jitter=True)
+    for i in range(1, n + 1):
+        ctx.step(Step(f"task-{i}", retry=retry), _call_tool, folder, f"task-{i}")
+    return {"tasks": n}
+
+
+@dataclass(frozen=True)
+class Tally:
+    """What `runs` runs of one strategy did."""
+
+    strategy: str
+    p: float
+    n: int
+    k: int
+    runs: int
+    finished: int
+    executions: int        # every tool call, failed ones included
+
+    @property
+    def finish_rate(self) -> float:
+        return self.finished / self.runs
+
+    @property
+    def executions_per_run(self) -> float:
+        return self.executions / self.runs
+
+    @property
+    def predicted_rate(self) -> float:
+        return finish_rate(self.strategy, self.p, self.n, self.k)
+
+    @property
+    def predicted_executions(self) -> float:
+        return expected_executions(self.strategy, self.p, self.n, self.k)
+
+    def row(self) -> dict:
+        """One table row: the formula next to what the simulation saw."""
+        return {"strategy": self.strategy, "p": self.p, "n": self.n, "k": self.k,
+                "runs": self.runs, "finished": self.finished,
+                "finish rate (formula)": round(self.predicted_rate, 4),
+                "finish rate (simulated)": round(self.finish_rate, 4),
+                "tool calls per run (formula)": round(self.predicted_executions, 2),
+                "tool calls per run (simulated)": round(self.executions_per_run, 2)}
+
+
+def simulate(strategy: str, p: float, n: int, k: int, runs: int = 200, seed: int = 0) -> Tally:
+    """Run the flaky plan `runs` times under one strategy; count finishes and tool calls.
+
+    Every simulation gets a fresh world (its own folder), so the same arguments always give
+    the same numbers. The tool's failures depend only on the seed and the call count.
+    """
+    if strategy not in STRATEGIES:
+        raise ValueError(f"strategy {strategy!r} is not one of {STRATEGIES}")
+    if not 0 < p <= 1:
+        raise ValueError(f"p must be in (0, 1], got {p}")
+    with tempfile.TemporaryDirectory(prefix="durable-lite-reliability-") as folder:
+        world = _worlds[folder] = World(folder, seed=seed, failure_rate=1 - p)
+        try:
+            if strategy == DURABLE:
+                finished = _run_durable(folder, n, k, runs, seed)
+            else:
+                finished = _run_restart(folder, n, k, runs, seed)
+            executions = world.tools.calls()
+        finally:
+            _close(_worlds.pop(folder))
+    return Tally(strategy, p, n, k, runs, finished, executions)
+
+
+def _run_durable(folder, n, k, runs, seed) -> int:
+    engine = Engine(MemoryStore(), FakeClock(), ids=SequentialIds("run"), seed=seed)
+    return sum(engine.start(flaky_plan, folder, n, k).status == "completed" for _ in range(runs))
+
+
+def _run_restart(folder, n, k, runs, seed) -> int:
+    runner = NaiveRunner(max_attempts=k, clock=FakeClock(), ids=SequentialIds("run"), seed=seed)
+    return sum(runner.run(flaky_plan, folder, n, k).status == "completed" for _ in range(runs))
+
+
+def _close(world):
+    # each service's own connection (TicketDesk.close means "close a ticket", not the file)
+    for service in (world.payments, world.careless, world.mailer, world.tickets, world.llm,
+                    world.tools):
+        _Ledger.close(service)
+
+
+def compare(p: float, n: int, k: int, runs: int = 200, seed: int = 0) -> Dict[str, Tally]:
+    """Both strategies on the same parameters: {strategy: Tally}."""
+    return {s: simulate(s, p, n, k, runs, seed) for s in STRATEGIES}
+
+
+# plots ------------------------------------------------------------------------------------
+def plot_finish_rates(p: float = 0.95, ks=(1, 2, 3), n_max: int = 30, ax=None,
+                      restart: bool = False):
+    """Finish rate against the number of steps, one curve per k (k=1 is p**n).
+
+    With restart=True, dashed curves show the same k spent on restarting the whole run.
+    Returns the matplotlib Axes.
+    """
+    ax = ax or _new_axes()
+    ns = list(range(1, n_max + 1))
+    for k in ks:
+        color = color_for(k)
+        label = f"k={k}: first try only (p**n)" if k == 1 else f"k={k} attempts per step"
+        ax.plot(ns, [per_step_retry_rate(p, n, k) for n in ns], color=color, lw=2, label=label)
+        if restart and k > 1:
+            ax.plot(ns, [restart_rate(p, n, k) for n in ns], color=color, lw=1.5, ls="--",
+                    label=f"k={k} restarts of the whole run")
+    ax.set_xlabel("steps in the run (n)")
+    ax.set_ylabel("runs that finish")
+    ax.set_ylim(0, 1.02)
+    ax.set_xlim(1, n_max)
+    ax.xaxis.set_major_locator(_integers())
+    ax.yaxis.set_major_formatter(_percent())
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower left", fontsize=8)
+    return ax
+
+
+def plot_simulation(tallies, ax_rate=None, ax_cost=None):
+    """Bars: formula vs simulation for each Tally, finish rate and tool calls per run."""
+    import matplotlib.pyplot as plt
+
+    if ax_rate is None or ax_cost is None:
+        _, (ax_rate, ax_cost) = plt.subplots(1, 2, figsize=(10, 3.6))
+    labels = [f"{t.strategy}\nk={t.k}" for t in tallies]
+    xs = range(len(tallies))
+    width = 0.38
+    for ax, formula, seen, title in (
+            (ax_rate, [t.predicted_rate for t in tallies], [t.finish_rate for t in tallies],
+             "runs that finish"),
+            (ax_cost, [t.predicted_executions for t in tallies],
+             [t.executions_per_run for t in tallies], "tool calls per run")):
+        ax.bar([x - width / 2 for x in xs], formula, width, color="#aab7c4", label="formula")
+        ax.bar([x + width / 2 for x in xs], seen, width, color="#2471a3", label="simulated")
+        ax.set_xticks(list(xs))
+        ax.set_xticklabels(labels, fontsize=8)
+        ax.set_title(title)
+        ax.grid(axis="y", alpha=0.3)
+    ax_rate.yaxis.set_major_formatter(_percent())
+    ax_rate.set_ylim(0, 1.05)
+    ax_rate.legend(fontsize=8, loc="lower left")
+    return ax_rate, ax_cost
+
+
+_PALETTE = ("#c0392b", "#e67e22", "#27ae60", "#2471a3", "#7d3c98", "#17202a")
+
+
+def color_for(k: int) -> str:
+    """One colour per number of attempts, the same in every plot of the lesson."""
+    return _PALETTE[(k - 1) % len(_PALETTE)]
+
+
+def _integers():
+    from matplotlib.ticker import MaxNLocator
+    return MaxNLocator(integer=True)
+
+
+def _new_axes():
+    import matplotlib.pyplot as plt
+    return plt.subplots(figsize=(7, 4))[1]
+
+
+def _percent():
+    from matplotlib.ticker import PercentFormatter
+    return PercentFormatter(1.0)
+
+
+# the explorer -----------------------------------------------------------------------------
+class ReliabilityModel:
+    """Sliders' state and everything derived from it: formulas and a fresh simulation."""
+
+    def __init__(self, p: float = 0.95, n: int = 6, k: int = 3, runs: int = 200, seed: int = 0):
+        self.runs, self.seed = runs, seed
+        self.p, self.n, self.k = p, n, k
+        self.tallies: Dict[str, Tally] = {}
+        self.simulations = 0
+        self.set()
+
+    def set(self, p: Optional[float] = None, n: Optional[int] = None, k: Optional[int] = None):
+        """Change any of p, n, k; recompute the formulas and re-run the simulation."""
+        self.p = self.p if p is None else float(p)
+        self.n = self.n if n is None else int(n)
+        self.k = self.k if k is None else int(k)
+        self.tallies = compare(self.p, self.n, self.k, self.runs, self.seed)
+        self.simulations += 1
+        return self
+
+    @property
+    def formulas(self) -> dict:
+        p, n, k = self.p, self.n, self.k
+        return {"first try": first_try_rate(p, n), DURABLE: per_step_retry_rate(p, n, k),
+                RESTART: restart_rate(p, n, k)}
+
+    def summary(self) -> dict:
+        out = {"p": self.p, "n": self.n, "k": self.k, "runs": self.runs,
+               "first try (formula)": self.formulas["first try"]}
+        for s, t in self.tallies.items():
+            out[f"{s} (formula)"] = t.predicted_rate
+            out[f"{s} (simulated)"] = t.finish_rate
+            out[f"{s}: tool calls per run"] = t.executions_per_run
+        return out
+
+    def figure(self):
+        """The explorer's picture: curves against n, simulated points at the chosen n,
+        and the tool calls each strategy spent. A matplotlib Figure (no pyplot state)."""
+        from matplotlib.figure import Figure
+
+        fig = Figure(figsize=(10, 3.8))
+        ax, ax_cost = fig.subplots(1, 2, gridspec_kw={"width_ratios": [3, 2]})
+        n_max = max(20, self.n + 5)
+        plot_finish_rates(self.p, ks=sorted({1, self.k}), n_max=n_max, ax=ax, restart=True)
+        colors = {DURABLE: color_for(self.k), RESTART: "#17202a"}
+        for s, t in self.tallies.items():
+            ax.plot([self.n], [t.finish_rate], marker="o" if s == DURABLE else "s", ms=9,
+                    ls="none", color=colors[s], markeredgecolor="white",
+                    label=f"simulated, {s}: {t.finish_rate:.1%}")
+        ax.axvline(self.n, color="#999", lw=0.8)
+        ax.legend(loc="lower left", fontsize=7)
+        ax.set_title(f"p={self.p:.3f}, k={self.k}: at n={self.n}, per-step retry finishes "
+                     f"{self.tallies[DURABLE].finish_rate:.0%} of runs", fontsize=9)
+        names = list(self.tallies)
+        ax_cost.bar(range(len(names)), [self.tallies[s].executions_per_run for s in names],
+                    color=[colors[s] for s in names])
+        ax_cost.plot(range(len(names)), [self.tallies[s].predicted_executions for s in names],
+                     "_", color="#e67e22", ms=30, mew=2, label="formula")
+        ax_cost.set_xticks(range(len(names)))
+        ax_cost.set_xticklabels(names, fontsize=8)
+        ax_cost.set_ylabel("tool calls per run")
+        ax_cost.set_title(f"the cost: {self.runs} simulated runs each", fontsize=9)
+        ax_cost.legend(fontsize=8)
+        ax_cost.grid(axis="y", alpha=0.3)
+        fig.tight_layout()
+        return fig
+
+    def png(self) -> bytes:
+        import io
+        buffer = io.BytesIO()
+        self.figure().savefig(buffer, format="png", dpi=80)
+        return buffer.getvalue()
+
+    def __repr__(self):
+        return f"ReliabilityModel(p={self.p}, n={self.n}, k={self.k}, runs={self.runs})"
+
+
+def _readout_html(model: ReliabilityModel) -> str:
+    f = model.formulas
+    rows = [("first try (p<sup>n</sup>)", f["first try"], None, None)]
+    for s in STRATEGIES:
+        t = model.tallies[s]
+        rows.append((s, f[s], t.finish_rate, t.executions_per_run))
+    cells = "".join(
+        f"<tr><td style='padding-right:1em'>{name}</td><td>{formula:.2%}</td>"
+        f"<td>{'' if seen is None else f'{seen:.1%}'}</td>"
+        f"<td>{'' if calls is None else f'{calls:.2f}'}</td></tr>"
+        for name, formula, seen, calls in rows)
+    return ("<table style='font-family:monospace; font-size:0.9em'>"
+            "<tr><th></th><th>formula</th><th>simulated</th><th>tool calls/run</th></tr>"
+            f"{cells}</table>")
+
+
+class ReliabilityExplorer:
+    """Sliders for p, n and k; the curves, simulated points and cost redraw on release."""
+
+    def __init__(self, p: float = 0.95, n: int = 6, k: int = 3, runs: int = 200, seed: int = 0,
+                 model: Optional[ReliabilityModel] = None):
+        import ipywidgets as w
+
+        self.model = model or ReliabilityModel(p, n, k, runs, seed)
+        m = self.model
+        slider = dict(continuous_update=False, style={"description_width": "initial"})
+        self.p = w.FloatSlider(value=m.p, min=0.5, max=0.999, step=0.001, readout_format=".3f",
+                               description="p (step succeeds)", **slider)
+        self.n = w.IntSlider(value=m.n, min=1, max=30, description="n (steps)", **slider)
+        self.k = w.IntSlider(value=m.k, min=1, max=6, description="k (attempts)", **slider)
+        self.image = w.Image(format="png")
+        self.readout = w.HTML()
+        self.panel = w.VBox([w.HBox([self.p, self.n, self.k]), self.image, self.readout])
+        for s in (self.p, self.n, self.k):
+            s.observe(self._on_change, names="value")
+        self.refresh()
+
+    def _on_change(self, _change):
+        self.model.set(p=self.p.value, n=self.n.value, k=self.k.value)
+        self.refresh()
+
+    def refresh(self):
+        self.image.value = self.model.png()
+        self.readout.value = _readout_html(self.model)
+
+    def _repr_mimebundle_(self, **kwargs):
+        bundle = self.panel._repr_mimebundle_(**kwargs)
+        bundle["text/plain"] = repr(self)       # short and stable for notebook diffs
+        return bundle
+
+    def __repr__(self):
+        m = self.model
+        return f"ReliabilityExplorer(p={m.p}, n={m.n}, k={m.k}, runs={m.runs})"

@@ -1,0 +1,130 @@
+"""The reliability arithmetic, its simulation, and the ReliabilityExplorer widget (lesson 05)."""
+
+import math
+
+import pytest
+
+from durable_lite.lab import reliability as rel
+
+
+# the formulas -------------------------------------------------------------------------------
+def test_six_steps_at_95_percent_finish_about_three_times_in_four():
+    assert rel.first_try_rate(0.95, 6) == pytest.approx(0.7351, abs=1e-4)
+
+
+@pytest.mark.parametrize("p,n", [(0.95, 6), (0.8, 20), (0.5, 3)])
+def test_one_attempt_is_the_first_try_rate_for_both_strategies(p, n):
+    assert rel.per_step_retry_rate(p, n, 1) == pytest.approx(p ** n)
+    assert rel.restart_rate(p, n, 1) == pytest.approx(p ** n)
+    assert rel.expected_executions(rel.DURABLE, p, n, 1) == pytest.approx(
+        rel.expected_executions(rel.RESTART, p, n, 1))
+
+
+@pytest.mark.parametrize("p,n,k", [(0.95, 6, 2), (0.9, 10, 3), (0.8, 20, 3), (0.99, 50, 2)])
+def test_per_step_retry_beats_restarting_the_whole_run(p, n, k):
+    assert rel.per_step_retry_rate(p, n, k) > rel.restart_rate(p, n, k)
+
+
+def test_more_attempts_never_hurt():
+    rates = [rel.per_step_retry_rate(0.9, 10, k) for k in range(1, 7)]
+    assert rates == sorted(rates)
+
+
+def test_expected_executions_by_hand():
+    # per-step, n=1: 1 + (1-p) + ... + (1-p)^(k-1)
+    assert rel.expected_executions(rel.DURABLE, 0.5, 1, 3) == pytest.approx(1 + 0.5 + 0.25)
+    # restart, n=2, k=2, p=0.5: one attempt costs 1 + 0.5 calls; a second happens w.p. 0.75
+    assert rel.expected_executions(rel.RESTART, 0.5, 2, 2) == pytest.approx(1.5 * 1.75)
+
+
+# the simulation -----------------------------------------------------------------------------
+def _within(observed, expected, runs, sigmas=4.0):
+    spread = math.sqrt(max(expected * (1 - expected), 1e-9) / runs)
+    return abs(observed - expected) <= sigmas * spread + 1.0 / runs
+
+
+@pytest.mark.parametrize("strategy", rel.STRATEGIES)
+@pytest.mark.parametrize("p,n,k", [(0.95, 6, 1), (0.9, 10, 2), (0.8, 8, 3)])
+def test_simulation_agrees_with_the_formula(strategy, p, n, k):
+    tally = rel.simulate(strategy, p, n, k, runs=300, seed=3)
+    assert tally.runs == 300
+    assert _within(tally.finish_rate, tally.predicted_rate, 300)
+    assert tally.executions_per_run == pytest.approx(tally.predicted_executions, rel=0.12)
+
+
+def test_simulation_is_deterministic_and_counts_every_tool_call():
+    a = rel.simulate(rel.DURABLE, 0.9, 5, 2, runs=50, seed=7)
+    b = rel.simulate(rel.DURABLE, 0.9, 5, 2, runs=50, seed=7)
+    assert a == b
+    assert a.executions >= a.finished * 5          # a finished run called each tool once at least
+
+
+def test_same_seed_means_the_tool_fails_on_the_same_calls_for_both_strategies():
+    # with k=1 both strategies are one try of each step: identical counts
+    d = rel.simulate(rel.DURABLE, 0.9, 6, 1, runs=80, seed=1)
+    r = rel.simulate(rel.RESTART, 0.9, 6, 1, runs=80, seed=1)
+    assert (d.finished, d.executions) == (r.finished, r.executions)
+
+
+def test_a_long_flaky_plan_finishes_only_with_per_step_retry():
+    tallies = rel.compare(0.8, 20, 3, runs=150)
+    assert tallies[rel.DURABLE].finish_rate > 0.7
+    assert tallies[rel.RESTART].finish_rate < 0.15
+
+
+def test_bad_arguments_are_refused():
+    with pytest.raises(ValueError, match="strategy"):
+        rel.simulate("hope", 0.9, 3, 1)
+    with pytest.raises(ValueError, match="p must be"):
+        rel.simulate(rel.DURABLE, 0.0, 3, 1)
+
+
+def test_row_has_formula_and_simulation_side_by_side():
+    row = rel.simulate(rel.DURABLE, 0.95, 6, 3, runs=20).row()
+    assert {"finish rate (formula)", "finish rate (simulated)",
+            "tool calls per run (formula)", "tool calls per run (simulated)"} <= set(row)
+
+
+# plots --------------------------------------------------------------------------------------
+def test_plots_draw_one_curve_per_k_and_dashed_restarts():
+    import matplotlib
+    matplotlib.use("Agg")
+    ax = rel.plot_finish_rates(0.95, ks=(1, 2, 3), n_max=10, restart=True)
+    assert len(ax.lines) == 3 + 2                  # k=1 has no separate restart curve
+    ax_rate, ax_cost = rel.plot_simulation([rel.simulate(s, 0.9, 4, 2, runs=20) for s in rel.STRATEGIES])
+    assert len(ax_rate.patches) == 4 and len(ax_cost.patches) == 4
+
+
+# the explorer -------------------------------------------------------------------------------
+def test_model_recomputes_on_every_change():
+    model = rel.ReliabilityModel(p=0.9, n=5, k=1, runs=40)
+    first = model.summary()
+    assert first["first try (formula)"] == pytest.approx(0.9 ** 5)
+    model.set(k=3)
+    assert model.simulations == 2
+    assert model.summary()["per-step retry (formula)"] == pytest.approx(rel.per_step_retry_rate(0.9, 5, 3))
+    assert model.tallies[rel.DURABLE].k == 3
+    assert model.png().startswith(b"\x89PNG")
+
+
+def test_explorer_sliders_drive_the_model_and_redraw():
+    explorer = rel.ReliabilityExplorer(p=0.9, n=5, k=1, runs=40)
+    picture = explorer.image.value
+    explorer.k.value = 3
+    assert explorer.model.k == 3
+    assert explorer.model.tallies[rel.DURABLE].k == 3
+    assert explorer.image.value != picture
+    explorer.n.value = 12
+    explorer.p.value = 0.8
+    assert (explorer.model.p, explorer.model.n) == (0.8, 12)
+    assert "per-step retry" in explorer.readout.value and "%" in explorer.readout.value
+    assert repr(explorer) == "ReliabilityExplorer(p=0.8, n=12, k=3, runs=40)"
+    bundle = explorer._repr_mimebundle_()
+    assert bundle["text/plain"] == repr(explorer)
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+
+
+def test_explorer_is_exported_from_the_lab():
+    import durable_lite as dl
+    assert dl.lab.ReliabilityExplorer is rel.ReliabilityExplorer
+    assert dl.lab.ReliabilityModel is rel.ReliabilityModel
