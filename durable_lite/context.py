@@ -10,17 +10,33 @@ Because the orchestration re-runs, it must make the same calls in the same order
 time. Anything that could differ — the clock, randomness, ids, a model's answer — belongs
 inside a step or one of the ctx helpers that record it. Replay checks the kind and name at
 every position and raises NonDeterminismError when they disagree.
+
+Naming steps an agent invents at run time
+-----------------------------------------
+When a model chooses the next tool, the step's name is not in the source code. Make the
+model call a step, and build the tool step's name from its *recorded* answer::
+
+    decision = ctx.step("choose", llm_choose_tool, question)     # recorded once
+    result = ctx.step(f"tool:{decision['tool']}", call_tool, decision["tool"], decision["args"])
+
+On replay `decision` comes from the checkpoint, so the name is the same string again and
+the position lines up. Calling the same tool twice is fine: the second "tool:search" is
+labelled "tool:search#2" (occurrence numbers count per name, in call order, so they are
+deterministic too). Never build a name from anything that is not recorded (the clock, a
+fresh model call outside a step): the next replay would ask for a different name and stop
+with NonDeterminismError.
 """
 
 import json
 import threading
+from contextlib import contextmanager
 
 from . import jsonvalue
-from .errors import NonDeterminismError, StepTimeout
+from .errors import LeaseLostError, NonDeterminismError, StepResultNotJSON, StepTimeout
 from .keys import derive_key
 from .faults import AFTER_CHECKPOINT, AFTER_EFFECT, BEFORE_STEP
 from .policy import Step, Usage
-from .store.records import SIGNAL, SLEEPING, STEP, TIMER, VALUE, WAITING, WOKE, Entry, Event
+from .store.records import ERROR, SIGNAL, SLEEPING, STEP, TIMER, VALUE, WAITING, WOKE, Entry, Event
 
 _MISSING = object()
 
@@ -42,12 +58,24 @@ class Halt(BaseException):
 
 
 class StepFailed(Exception):
-    """A step exhausted its attempts. Raised into the workflow, which may catch it."""
+    """A step exhausted its attempts. Raised into the workflow, which may catch it.
 
-    def __init__(self, run_id, label, attempts, cause):
+    The failure is recorded like a result, so a replay raises it again at the same point
+    (and takes the same fallback path) instead of quietly trying the step once more.
+    `error` is the last attempt's error as text; `cause` is the exception itself when the
+    step failed in this execution (None when the failure is replayed).
+    """
+
+    def __init__(self, run_id, label, attempts, error, cause=None):
         super().__init__(f"step {label!r} of run {run_id!r} failed after {attempts} "
-                         f"attempt(s): {type(cause).__name__}: {cause}")
-        self.step, self.attempts, self.cause = label, attempts, cause
+                         f"attempt(s): {error}")
+        self.run_id, self.step, self.attempts, self.error, self.cause = run_id, label, attempts, error, cause
+
+
+# Errors that mean this execution must stop: the history and the code disagree, a result
+# cannot be recorded, or another worker owns the run now. Once raised, every later ctx call
+# raises it again, so `except Exception:` in workflow code cannot carry on past one.
+_FATAL = (NonDeterminismError, StepResultNotJSON, LeaseLostError)
 
 
 class Context:
@@ -62,6 +90,7 @@ class Context:
         self.executed = []
         self.replayed = []
         self._on_step = on_step     # lab hook: called with (label, "executed"|"replayed")
+        self.fatal = None           # a _FATAL error raised in this execution, if any
 
     @property
     def run_id(self) -> str:
@@ -73,19 +102,37 @@ class Context:
 
         `step` is a name, or a `dl.Step(name, retry=..., timeout=..., cost=...)`. Every
         keyword argument goes to `fn`, so step options never collide with fn's own.
+        If every attempt fails, the failure is recorded and StepFailed is raised.
         """
+        self._check_usable()
         spec = step if isinstance(step, Step) else Step(step)
-        position, occurrence = self._claim(STEP, spec.name)
-        recorded = self._replay(position, STEP, spec.name, occurrence)
-        if recorded is not _MISSING:
-            return recorded
+        if not isinstance(spec.name, str) or not spec.name:
+            raise TypeError(f"run {self.run_id!r}: a step name must be a non-empty string, "
+                            f"not {spec.name!r}")
+        with self._fatal_guard():
+            position, occurrence = self._claim(STEP, spec.name)
+            recorded = self._replay(position, STEP, spec.name, occurrence)
+            if recorded is not _MISSING:
+                return recorded
+            return self._execute_step(spec, position, occurrence, fn, args, kwargs)
+
+    def _execute_step(self, spec, position, occurrence, fn, args, kwargs):
         label = _label(spec.name, occurrence)
         engine = self._engine
         self._before_new_work()
         engine._fault_point(spec.name, occurrence, BEFORE_STEP)
         started = engine.clock()
-        result, attempts = self._attempt(spec, label, position, fn, args, kwargs)
-        text, value = jsonvalue.roundtrip(result, what=f"step {label!r} of run {self.run_id!r}")
+        try:
+            result, attempts = self._attempt(spec, label, position, fn, args, kwargs)
+        except StepFailed as failed:
+            # Record the failure before the workflow sees it: a replay must meet it again.
+            detail = jsonvalue.encode({"error": failed.error, "attempts": failed.attempts},
+                                      what=f"the failure of step {label!r} in run {self.run_id!r} is")
+            self._commit(Entry(position, ERROR, spec.name, occurrence, detail, failed.attempts,
+                               started, engine.clock(), engine.worker), label)
+            self.usage.steps += 1
+            raise
+        text, value = jsonvalue.roundtrip(result, what=f"step {label!r} of run {self.run_id!r} returned")
         engine._fault_point(spec.name, occurrence, AFTER_EFFECT)
         cost = spec.cost_of(value)
         self._commit(Entry(position, STEP, spec.name, occurrence, text, attempts, started,
@@ -100,15 +147,17 @@ class Context:
         attempt = 0
         while True:
             attempt += 1
+            if attempt > 1:
+                engine._keep_lease(self.run_id)   # a backoff may have outlasted the lease
             try:
-                return _call(fn, args, kwargs, spec.timeout, label), attempt
+                return _call(fn, args, kwargs, spec.timeout, f"step {label!r} of run {self.run_id!r}"), attempt
             except Exception as exc:
+                error = f"{type(exc).__name__}: {exc}"
                 engine.store.add_event(Event(self.run_id, engine.clock(), "attempt_failed", position,
-                                             label, engine.worker,
-                                             f"attempt {attempt}: {type(exc).__name__}: {exc}"))
+                                             label, engine.worker, f"attempt {attempt}: {error}"))
                 if not spec.retry.should_retry(exc, attempt):
-                    raise StepFailed(self.run_id, label, attempt, exc) from exc
-                engine.sleep(spec.retry.delay(attempt, engine.rng))
+                    raise StepFailed(self.run_id, label, attempt, error, exc) from exc
+                engine.sleep(spec.retry.delay(attempt, engine.jitter_rng))
 
     # recorded values --------------------------------------------------------------------
     def now(self) -> float:
@@ -130,14 +179,16 @@ class Context:
         return derive_key(self.run_id, *parts)
 
     def _value(self, name, produce):
-        position, occurrence = self._claim(VALUE, name)
-        recorded = self._replay(position, VALUE, name, occurrence)
-        if recorded is not _MISSING:
-            return recorded
-        text, value = jsonvalue.roundtrip(produce(), what=f"ctx.{name}() in run {self.run_id!r}")
-        now = self._engine.clock()
-        self._commit(Entry(position, VALUE, name, occurrence, text, 1, now, now, self._engine.worker))
-        return value
+        self._check_usable()
+        with self._fatal_guard():
+            position, occurrence = self._claim(VALUE, name)
+            recorded = self._replay(position, VALUE, name, occurrence)
+            if recorded is not _MISSING:
+                return recorded
+            text, value = jsonvalue.roundtrip(produce(), what=f"ctx.{name}() in run {self.run_id!r} returned")
+            now = self._engine.clock()
+            self._commit(Entry(position, VALUE, name, occurrence, text, 1, now, now, self._engine.worker))
+            return value
 
     def _timer(self, name, seconds):
         """A wake-up time fixed the first time this point is reached, so resumes never move it."""
@@ -158,9 +209,14 @@ class Context:
         Returns the payload, or None if the deadline passed first. While parked, no thread
         or process is held: the call to start/resume returns a run with status 'waiting'.
         """
+        self._check_usable()
         if timeout is None or timeout <= 0:
             raise ValueError(f"run {self.run_id!r}: wait_for_signal({name!r}) needs a positive "
                              "timeout; a wait with no deadline can hang a run forever")
+        with self._fatal_guard():
+            return self._wait(name, timeout)
+
+    def _wait(self, name, timeout):
         deadline = self._timer(name, timeout)
         position, occurrence = self._claim(SIGNAL, name)
         recorded = self._replay(position, SIGNAL, name, occurrence)
@@ -184,6 +240,11 @@ class Context:
 
     def sleep(self, seconds: float, name: str = "sleep"):
         """Durable sleep: park the run until `seconds` from the first time this is reached."""
+        self._check_usable()
+        with self._fatal_guard():
+            self._sleep(name, seconds)
+
+    def _sleep(self, name, seconds):
         wake_at = self._timer(name, seconds)
         position, occurrence = self._claim(WOKE, name)
         recorded = self._replay(position, WOKE, name, occurrence)
@@ -209,7 +270,8 @@ class Context:
         if position >= len(self._entries):
             return _MISSING
         entry = self._entries[position]
-        if entry.kind != kind or entry.name != name:
+        failed = kind == STEP and entry.kind == ERROR
+        if (entry.kind != kind and not failed) or entry.name != name:
             raise NonDeterminismError(
                 f"run {self.run_id!r} diverged from its history at position {position}: it "
                 f"recorded {entry.kind} {entry.label!r} there, but the workflow now asks for "
@@ -219,7 +281,24 @@ class Context:
                 "a new workflow version.")
         if kind in (STEP, SIGNAL, WOKE):
             self._log(entry.label, "replayed")
+        if failed:
+            recorded = jsonvalue.decode(entry.result_json)
+            raise StepFailed(self.run_id, entry.label, recorded["attempts"], recorded["error"])
         return jsonvalue.decode(entry.result_json)
+
+    # fatal errors -----------------------------------------------------------------------
+    @contextmanager
+    def _fatal_guard(self):
+        try:
+            yield
+        except _FATAL as exc:
+            self.fatal = exc
+            raise
+
+    def _check_usable(self):
+        """Refuse to go on after a fatal error, even if the workflow caught it."""
+        if self.fatal is not None:
+            raise self.fatal
 
     def _before_new_work(self):
         engine = self._engine
@@ -252,7 +331,7 @@ def _label(name, occurrence):
     return name if occurrence == 1 else f"{name}#{occurrence}"
 
 
-def _call(fn, args, kwargs, timeout, label):
+def _call(fn, args, kwargs, timeout, what):
     if timeout is None:
         return fn(*args, **kwargs)
     # A thread cannot be killed: on timeout the call is abandoned, not stopped, and may still
@@ -265,11 +344,11 @@ def _call(fn, args, kwargs, timeout, label):
         except BaseException as exc:  # handed back to the caller's thread below
             box["error"] = exc
 
-    worker = threading.Thread(target=target, daemon=True, name=f"step {label}")
+    worker = threading.Thread(target=target, daemon=True, name=what)
     worker.start()
     worker.join(timeout)
     if worker.is_alive():
-        raise StepTimeout(f"step {label!r} did not finish within {timeout}s")
+        raise StepTimeout(f"{what} did not finish within {timeout}s")
     if "error" in box:
         raise box["error"]
     return box["value"]

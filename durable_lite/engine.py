@@ -8,22 +8,20 @@ crash — can pick a run up where its checkpoints end.
 import os
 import random
 import secrets
-import socket
 from typing import List, Optional
 
 from . import jsonvalue
-from .clock import SystemClock, random_ids, sleeper_for
+from .clock import FakeClock, SystemClock, random_ids, sleeper_for
 from .context import Context, Halt, Park
 from .faults import CrashPlan
 from .errors import (LeaseHeldError, LeaseLostError, NonDeterminismError, RunArgumentsMismatch,
-                     RunFinishedError, UnknownRunError)
+                     RunFinishedError, UnknownRunError, WorkflowNotRegistered)
+from .lease import HOST, Heartbeat, owner_is_dead
 from .policy import Budget, Usage
 from .run import Run
-from .store.records import (COMPLETED, FAILED, FINISHED, HALTED, PARKED, RUNNING, SLEEPING,
+from .store.records import (COMPLETED, ERROR, FAILED, FINISHED, HALTED, RUNNING, SLEEPING,
                             STEP, WAITING, Event, RunRecord)
 from .workflow import Workflow, latest, lookup
-
-_HOST = socket.gethostname()
 
 
 class Engine:
@@ -34,8 +32,10 @@ class Engine:
     ids:    callable returning a fresh id string (run ids, ctx.uuid). Default: uuid4.
     seed:   seeds ctx.random() and retry jitter.
     sleep:  how to wait between retries (default: the clock's own sleep, else time.sleep).
-    lease_seconds: how long a worker's claim on a run lasts without renewal.
+    lease_seconds: how long a worker's claim on a run lasts without renewal (see lease.py;
+            a background heartbeat renews it while a step runs, on a real clock).
     crash_at: a faults.CrashAt (or a list) to inject a crash; each fires once.
+    worker: this engine's name in leases and history (default "host:pid:random").
     """
 
     def __init__(self, store, clock=None, *, ids=None, seed=None, sleep=None,
@@ -43,13 +43,16 @@ class Engine:
         self.store = store
         self.clock = clock or SystemClock()
         self.ids = ids or random_ids
-        self.rng = random.Random(seed)
+        self.rng = random.Random(seed)                  # ctx.random()
+        self.jitter_rng = random.Random(seed)           # retry jitter, apart from ctx.random
         self.sleep = sleep or sleeper_for(self.clock)
         self.lease_seconds = lease_seconds
-        self.worker = worker or f"{_HOST}:{os.getpid()}:{secrets.token_hex(3)}"
+        self.worker = worker or f"{HOST}:{os.getpid()}:{secrets.token_hex(3)}"
         self.crash_at = crash_at
         self.on_step = None       # optional hook(label, "executed"|"replayed") for lab widgets
-        self._lease_until = {}
+        self._lease_until = {}    # run id -> until when this worker surely holds its lease
+        # Fake time does not pass while a step runs, so only a real clock needs a heartbeat.
+        self._heartbeat = None if isinstance(self.clock, FakeClock) else Heartbeat(self)
 
     def __repr__(self):
         return f"Engine({self.store!r})"
@@ -64,22 +67,29 @@ class Engine:
         """
         wf = wf if isinstance(wf, Workflow) else latest(wf)
         run_id = run_id or f"{wf.name}-{self.ids()}"
-        args_json = jsonvalue.encode(list(args), what=f"the arguments of run {run_id!r}")
-        kwargs_json = jsonvalue.encode(kwargs, what=f"the keyword arguments of run {run_id!r}")
+        args_json = jsonvalue.encode(list(args), what=f"the arguments of run {run_id!r} include")
+        kwargs_json = jsonvalue.encode(kwargs, what=f"the keyword arguments of run {run_id!r} include")
         existing = self.store.get_run(run_id)
-        if existing is not None:
-            if (existing.workflow, existing.args_json, existing.kwargs_json) != (wf.name, args_json, kwargs_json):
-                raise RunArgumentsMismatch(
-                    f"run {run_id!r} already exists as {existing.workflow}{existing.args_json} "
-                    f"{existing.kwargs_json}; it cannot be started again as "
-                    f"{wf.name}{args_json} {kwargs_json}. Use a new run id.")
-            return self._continue(existing, budget)
-        now = self.clock()
-        self.store.create_run(RunRecord(
-            run_id, wf.name, wf.version, args_json, kwargs_json, RUNNING, now, now,
-            budget_json=None if budget is None else jsonvalue.encode(budget.to_json(), what="budget")))
-        self._event(run_id, "started", detail=f"{wf.name} v{wf.version}")
-        return self._drive(run_id, must_lease=True)
+        if existing is None:
+            now = self.clock()
+            # The run is created with our lease already on it, so no other worker's
+            # recover() can pick it up between its creation and its first step.
+            record = RunRecord(
+                run_id, wf.name, wf.version, args_json, kwargs_json, RUNNING, now, now,
+                budget_json=None if budget is None else jsonvalue.encode(budget.to_json(), what="the budget is"),
+                lease_owner=self.worker, lease_expires=now + self.lease_seconds)
+            try:
+                self.store.create_run(record)
+            except ValueError:             # another process created it a moment ago
+                existing = self.store.get_run(run_id)
+                if existing is None:
+                    raise
+            else:
+                self._lease_until[run_id] = record.lease_expires
+                self._event(run_id, "started", detail=f"{wf.name} v{wf.version}")
+                return self._drive(run_id, must_lease=True)
+        _check_same_run(existing, wf, args_json, kwargs_json)
+        return self._continue(existing, budget)
 
     def resume(self, run_id: str, budget: Optional[Budget] = None) -> Run:
         """Continue a run from its checkpoints, in this process or any other.
@@ -91,7 +101,7 @@ class Engine:
 
     def _continue(self, record, budget):
         if budget is not None:
-            self.store.update_run(record.run_id, budget_json=jsonvalue.encode(budget.to_json(), what="budget"))
+            self.store.update_run(record.run_id, budget_json=jsonvalue.encode(budget.to_json(), what="the budget is"))
             if record.status == HALTED:
                 self.store.update_run(record.run_id, status=RUNNING, halt_reason=None)
                 record.status = RUNNING
@@ -104,25 +114,33 @@ class Engine:
 
         That is: interrupted runs whose worker is gone, waiting runs whose signal arrived or
         whose deadline passed, sleeping runs whose wake time passed. Runs leased by a live
-        worker are left to it.
+        worker are left to it, and so are runs whose workflow code this process has not
+        registered (a process that has it will recover them). Failed and halted runs wait
+        for an explicit `resume`.
         """
-        now = self.clock()
         out = []
         for record in self.store.list_runs([RUNNING, WAITING, SLEEPING]):
-            if record.status == WAITING:
-                due = record.wake_at <= now or self.store.pending_signal(record.run_id, record.waiting_for)
-            elif record.status == SLEEPING:
-                due = record.wake_at <= now
-            else:
-                due = True
-            if due:
-                try:
-                    run = self._drive(record.run_id, must_lease=False)
-                except LeaseLostError:
-                    continue
-                if run is not None:
-                    out.append(run)
+            if not self._is_due(record):
+                continue
+            try:
+                lookup(record.workflow, record.version, run_id=record.run_id)
+            except WorkflowNotRegistered:
+                continue
+            try:
+                run = self._drive(record.run_id, must_lease=False)
+            except LeaseLostError:
+                continue               # another worker took the run over; it is in good hands
+            if run is not None:
+                out.append(run)
         return out
+
+    def _is_due(self, record) -> bool:
+        if record.status == WAITING:
+            return (record.wake_at <= self.clock()
+                    or self.store.pending_signal(record.run_id, record.waiting_for) is not None)
+        if record.status == SLEEPING:
+            return record.wake_at <= self.clock()
+        return record.status == RUNNING
 
     # signals ----------------------------------------------------------------------------
     def signal(self, run_id: str, name: str, payload=None) -> None:
@@ -133,7 +151,7 @@ class Engine:
         record = self._record(run_id)
         if record.status in FINISHED:
             raise RunFinishedError(f"run {run_id!r} is {record.status}; it cannot receive signal {name!r}")
-        text = jsonvalue.encode(payload, what=f"the payload of signal {name!r} to run {run_id!r}")
+        text = jsonvalue.encode(payload, what=f"the payload of signal {name!r} to run {run_id!r} is")
         self.store.add_signal(run_id, name, text, self.clock())
         self._event(run_id, "signal", name=name, detail=text)
 
@@ -150,31 +168,44 @@ class Engine:
         return [self.get(r.run_id) for r in self.store.list_runs([status] if status else [])]
 
     def history(self, run_id: str) -> List[dict]:
-        """One row per recorded entry, plus a row for each step whose attempts all failed.
+        """One row per position of the run, in order: enough to draw its timeline.
 
-        Columns: position, step, kind, status, attempts, started_at, ended_at, worker, cost,
-        error (the last failed attempt, if any).
+        Columns: position, step (label), kind ("step", "error", "value", "timer", "signal",
+        "woke"), status ("completed"; "failed" for a step that exhausted its attempts;
+        "incomplete" for a step that was attempted but has no checkpoint yet, e.g. its
+        worker crashed), attempts (every attempt at that position over the run's life,
+        across resumes), started_at, ended_at, worker, cost, error (the last failed
+        attempt's error, if any), errors (all of them), result.
         """
         self._record(run_id)
         failures = {}
         for e in self.store.events(run_id):
             if e.kind == "attempt_failed":
-                failures.setdefault(e.position, []).append(e)
+                failures.setdefault((e.position, e.name), []).append(e)
         rows = []
         for entry in self.store.load_entries(run_id):
-            failed = failures.pop(entry.position, [])
+            failed = failures.pop((entry.position, entry.label), [])
+            errors = [e.detail for e in failed]
+            if entry.kind == ERROR:
+                recorded = jsonvalue.decode(entry.result_json)
+                status, result = "failed", None
+                attempts = max(len(failed), entry.attempts)
+                errors = errors or [recorded["error"]]
+            else:
+                status, result = "completed", jsonvalue.decode(entry.result_json)
+                attempts = len(failed) + 1 if entry.kind == STEP else entry.attempts
             rows.append({"position": entry.position, "step": entry.label, "kind": entry.kind,
-                         "status": "completed", "attempts": entry.attempts,
-                         "started_at": entry.started_at, "ended_at": entry.ended_at,
-                         "worker": entry.worker, "cost": entry.cost,
-                         "error": failed[-1].detail if failed else None,
-                         "result": jsonvalue.decode(entry.result_json)})
-        for position, failed in sorted(failures.items()):
-            rows.append({"position": position, "step": failed[-1].name, "kind": STEP,
-                         "status": "failed", "attempts": len(failed),
+                         "status": status, "attempts": attempts,
+                         "started_at": failed[0].at if failed else entry.started_at,
+                         "ended_at": entry.ended_at, "worker": entry.worker, "cost": entry.cost,
+                         "error": errors[-1] if errors else None, "errors": errors,
+                         "result": result})
+        for (position, label), failed in sorted(failures.items()):
+            rows.append({"position": position, "step": label, "kind": STEP,
+                         "status": "incomplete", "attempts": len(failed),
                          "started_at": failed[0].at, "ended_at": failed[-1].at,
                          "worker": failed[-1].worker, "cost": 0.0, "error": failed[-1].detail,
-                         "result": None})
+                         "errors": [e.detail for e in failed], "result": None})
         return rows
 
     def events(self, run_id: str) -> List[Event]:
@@ -210,7 +241,8 @@ class Engine:
 
     @staticmethod
     def _usage(entries) -> Usage:
-        steps = [e for e in entries if e.kind == STEP]
+        """Budget counters, derived from the checkpoints: a failed step counts as executed."""
+        steps = [e for e in entries if e.kind in (STEP, ERROR)]
         return Usage(len(steps), sum(e.cost for e in steps))
 
     def _event(self, run_id, kind, position=None, name=None, detail=None):
@@ -228,26 +260,34 @@ class Engine:
     def _fault_point(self, step, occurrence, when):
         self._crashes.check(step, occurrence, when)
 
-    # leases: one worker per run at a time
+    # leases: one worker per run at a time (the rules are in lease.py)
     def _take_lease(self, run_id, record) -> bool:
         now = self.clock()
         until = now + self.lease_seconds
-        steal = record.lease_owner if _owner_is_dead(record.lease_owner) else None
+        steal = record.lease_owner if owner_is_dead(record.lease_owner) else None
         if self.store.try_lease(run_id, self.worker, until, now, steal_from=steal):
             self._lease_until[run_id] = until
             return True
         return False
 
     def _keep_lease(self, run_id):
-        """Renew the lease when half of it is used up; fail if another worker took it."""
+        """Before new work: make sure the lease is still ours, renewing it when half used.
+
+        The renewal succeeds only while the store still names this worker as the owner, so
+        a worker whose lease was taken over (or taken and released) stops here.
+        """
         now = self.clock()
-        until = self._lease_until.get(run_id, 0)
-        if now < until - self.lease_seconds / 2:
+        if now < self._lease_until.get(run_id, 0) - self.lease_seconds / 2:
             return
-        if until < now or not self.store.try_lease(run_id, self.worker, now + self.lease_seconds, now):
+        if not self.store.renew_lease(run_id, self.worker, now + self.lease_seconds):
             raise LeaseLostError(f"run {run_id!r}: worker {self.worker} lost its lease; another "
-                                 "worker may be running it")
+                                 "worker took the run over")
         self._lease_until[run_id] = now + self.lease_seconds
+
+    def _renew_leases(self):
+        """Heartbeat: extend every lease this worker still holds (called from its thread)."""
+        if self._lease_until:
+            self.store.renew_leases(self.worker, self.clock() + self.lease_seconds)
 
     def _drive(self, run_id, must_lease) -> Optional[Run]:
         record = self._record(run_id)
@@ -256,42 +296,57 @@ class Engine:
                 raise LeaseHeldError(f"run {run_id!r} is leased by worker {record.lease_owner} "
                                      f"until {record.lease_expires}; try again later")
             return None
+        if self._heartbeat is not None:
+            self._heartbeat.ensure_running()
         try:
-            record = self._record(run_id)     # re-read: another worker may have finished it
+            record = self._record(run_id)     # re-read: another worker may have moved it on
             if record.status in (COMPLETED, HALTED):
-                return self.get(run_id)
+                return self.get(run_id) if must_lease else None
+            if not must_lease and not self._is_due(record):
+                return None                   # recover() read a stale list: nothing to do
             return self._execute(record)
         finally:
-            self.store.release_lease(run_id, self.worker)
             self._lease_until.pop(run_id, None)
+            self.store.release_lease(run_id, self.worker)
 
     def _execute(self, record) -> Run:
         run_id = record.run_id
         wf = lookup(record.workflow, record.version, run_id=run_id)
         entries = self.store.load_entries(run_id)
+        if record.status == FAILED and entries and entries[-1].kind == ERROR:
+            # The step whose failure ended the run gets its attempts again.
+            self.store.discard_entries_from(run_id, entries[-1].position)
+            self._event(run_id, "retrying", entries[-1].position, entries[-1].label)
+            entries.pop()
         budget = Budget.from_json(jsonvalue.decode(record.budget_json))
         ctx = Context(self, record, entries, self._usage(entries), budget, on_step=self.on_step)
         if record.status != RUNNING or record.waiting_for is not None:
-            self.store.update_run(run_id, status=RUNNING, waiting_for=None, wake_at=None,
-                                  error=None, updated_at=self.clock())
+            self.store.update_run(run_id, owner=self.worker, status=RUNNING, waiting_for=None,
+                                  wake_at=None, error=None, updated_at=self.clock())
         if entries:
             self._event(run_id, "resumed", detail=f"{len(entries)} entries recorded")
         args = jsonvalue.decode(record.args_json)
         kwargs = jsonvalue.decode(record.kwargs_json)
         try:
-            result = wf.fn(ctx, *args, **kwargs)
+            try:
+                result = wf.fn(ctx, *args, **kwargs)
+            finally:
+                ctx._check_usable()       # a fatal error the workflow caught still ends it
         except Park as park:
-            self.store.update_run(run_id, status=park.status, waiting_for=park.waiting_for,
-                                  wake_at=park.wake_at, updated_at=self.clock())
+            self.store.update_run(run_id, owner=self.worker, status=park.status,
+                                  waiting_for=park.waiting_for, wake_at=park.wake_at,
+                                  updated_at=self.clock())
             self._event(run_id, park.status, name=park.waiting_for, detail=str(park.wake_at))
         except Halt as halt:
-            self.store.update_run(run_id, status=HALTED, halt_reason=halt.reason, updated_at=self.clock())
+            self.store.update_run(run_id, owner=self.worker, status=HALTED, halt_reason=halt.reason,
+                                  updated_at=self.clock())
             self._event(run_id, "halted", detail=halt.reason)
         except (NonDeterminismError, LeaseLostError):
             raise     # a bug in the code or a lost race: the history stays as it is
         except Exception as exc:
             message = f"{type(exc).__name__}: {exc}"
-            self.store.update_run(run_id, status=FAILED, error=message, updated_at=self.clock())
+            self.store.update_run(run_id, owner=self.worker, status=FAILED, error=message,
+                                  updated_at=self.clock())
             self._event(run_id, "failed", detail=message)
         else:
             if ctx.position < ctx.recorded:
@@ -299,26 +354,21 @@ class Engine:
                     f"run {run_id!r} finished after {ctx.position} entries, but its history "
                     f"records {ctx.recorded}; the workflow code no longer reaches "
                     f"{entries[ctx.position].label!r}")
-            text = jsonvalue.encode(result, what=f"the workflow result of run {run_id!r}")
-            self.store.update_run(run_id, status=COMPLETED, result_json=text, updated_at=self.clock())
+            text = jsonvalue.encode(result, what=f"the workflow of run {run_id!r} returned")
+            self.store.update_run(run_id, owner=self.worker, status=COMPLETED, result_json=text,
+                                  updated_at=self.clock())
             self._event(run_id, "completed")
         return self.get(run_id, ctx.executed, ctx.replayed)
 
 
-def _owner_is_dead(owner: Optional[str]) -> bool:
-    """A lease owner on this host whose process no longer exists can be taken over at once."""
-    if not owner:
-        return False
-    host, _, rest = owner.partition(":")
-    pid = rest.partition(":")[0]
-    if host != _HOST or not pid.isdigit():
-        return False
-    if int(pid) == os.getpid():
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    return False
+def _check_same_run(existing, wf, args_json, kwargs_json):
+    """`start` with an existing run id must describe the same run (argument order in a
+    dict does not matter; values do)."""
+    same = (existing.workflow == wf.name
+            and jsonvalue.decode(existing.args_json) == jsonvalue.decode(args_json)
+            and jsonvalue.decode(existing.kwargs_json) == jsonvalue.decode(kwargs_json))
+    if not same:
+        raise RunArgumentsMismatch(
+            f"run {existing.run_id!r} already exists as {existing.workflow}{existing.args_json} "
+            f"{existing.kwargs_json}; it cannot be started again as "
+            f"{wf.name}{args_json} {kwargs_json}. Use a new run id.")

@@ -34,26 +34,35 @@ def issue_refund(folder, order_id, amount, idempotency_key=None, careless=False)
     return provider.refund(order_id, amount, idempotency_key=idempotency_key)
 
 
-def email_customer(folder, to, subject):
-    return world_at(folder).mailer.send(to, subject)
+def email_customer(folder, to, subject, idempotency_key=None):
+    return world_at(folder).mailer.send(to, subject, idempotency_key=idempotency_key)
 
 
-def close_ticket(folder, ticket):
-    return world_at(folder).tickets.close(ticket)
+def close_ticket(folder, ticket, idempotency_key=None):
+    return world_at(folder).tickets.close(ticket, idempotency_key=idempotency_key)
 
 
 REFUND_STEPS = ("lookup", "refund", "email", "close")
 
 
 @workflow("refund", version=1)
-def refund(ctx, folder, order_id, amount, use_key=True, careless=False):
-    """Refund an order, tell the customer, close their ticket."""
+def refund(ctx, folder, order_id, amount, use_key=True, careless=False, key_notices=False):
+    """Refund an order, tell the customer, close their ticket.
+
+    use_key:     pass an idempotency key to the payments provider.
+    careless:    use the provider that ignores keys.
+    key_notices: also pass keys to the mailer and the ticket desk, closing the
+                 crash window for every side effect, not only for the money.
+    """
     order = ctx.step("lookup", lookup_order, folder, order_id)
     key = ctx.idempotency_key("refund", order_id) if use_key else None
     payment = ctx.step("refund", issue_refund, folder, order_id, amount,
                        idempotency_key=key, careless=careless)
-    ctx.step("email", email_customer, folder, order["email"], f"Refund of {amount} for {order_id}")
-    ctx.step("close", close_ticket, folder, order["ticket"])
+    email_key = ctx.idempotency_key("email", order_id) if key_notices else None
+    ctx.step("email", email_customer, folder, order["email"], f"Refund of {amount} for {order_id}",
+             idempotency_key=email_key)
+    close_key = ctx.idempotency_key("close", order_id) if key_notices else None
+    ctx.step("close", close_ticket, folder, order["ticket"], idempotency_key=close_key)
     return {"order": order_id, "refund_id": payment["refund_id"], "amount": amount}
 
 

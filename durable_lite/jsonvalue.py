@@ -6,13 +6,14 @@ from .errors import StepResultNotJSON
 
 
 def encode(value, *, what: str) -> str:
-    """Serialise `value`, or raise an error that names `what` (a step, a run's arguments…)."""
+    """Serialise `value`, or raise an error that names `what` ("step 'fetch' of run 'r-1'
+    returned", "the arguments of run 'r-1' are") and the offending type."""
     try:
         return json.dumps(value, allow_nan=False, separators=(",", ":"))
     except (TypeError, ValueError) as exc:
         raise StepResultNotJSON(
-            f"{what} returned a {type(value).__name__}, which cannot be stored as JSON "
-            f"({exc}). Return plain data: dict, list, str, int, float, bool or None."
+            f"{what} a {type(value).__name__}, which cannot be stored as JSON ({exc}). "
+            "Use plain data: dict, list, str, int, float, bool or None."
         ) from None
 
 

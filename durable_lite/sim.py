@@ -8,7 +8,7 @@ attempts did. Counting the ledger is how lessons and tests prove "refunded once"
     world = World(folder)
     world.payments.refund("A-17", 40, idempotency_key=key)   # honours keys
     world.careless.refund("A-17", 40)                          # ignores keys: pays every time
-    world.mailer.send("ana@example.com", "Your refund")
+    world.mailer.send("ana@example.com", "Your refund")           # a key is optional here too
     world.tickets.close("T-17")
     world.llm.complete("Summarise ...")                        # seeded, tokens and cost
     world.tools.call("search", q)                              # flaky, with a failure rate
@@ -19,6 +19,7 @@ import json
 import os
 import random
 import sqlite3
+from contextlib import contextmanager
 
 
 class ToolError(Exception):
@@ -42,18 +43,38 @@ class _Ledger:
         self.path = os.fspath(path)
         self._db = _open(self.path, self.ddl)
 
-    def _counter(self, name) -> int:
-        """Increment and return a named counter, atomically across processes."""
+    @contextmanager
+    def _transaction(self):
+        """One atomic write, even with several processes calling the service at once."""
         db = self._db
         db.execute("BEGIN IMMEDIATE")
         try:
-            db.execute("INSERT INTO counters VALUES (?, 1) ON CONFLICT(name) DO UPDATE SET n = n + 1", (name,))
-            n = db.execute("SELECT n FROM counters WHERE name = ?", (name,)).fetchone()[0]
-            db.execute("COMMIT")
+            yield db
         except BaseException:
             db.execute("ROLLBACK")
             raise
-        return n
+        db.execute("COMMIT")
+
+    def _counter(self, name) -> int:
+        """Increment and return a named counter, atomically across processes."""
+        with self._transaction() as db:
+            db.execute("INSERT INTO counters VALUES (?, 1) ON CONFLICT(name) DO UPDATE SET n = n + 1", (name,))
+            return db.execute("SELECT n FROM counters WHERE name = ?", (name,)).fetchone()[0]
+
+    def _once(self, table, key, columns, values):
+        """Insert a row; with a key already seen, return the first row's id instead.
+
+        Returns (row id, repeat). Check and insert happen in one transaction, so two
+        callers racing with the same key still produce one row.
+        """
+        with self._transaction() as db:
+            if key is not None:
+                row = db.execute(f"SELECT id FROM {table} WHERE idempotency_key = ?", (key,)).fetchone()
+                if row:
+                    return row[0], True
+            cur = db.execute(f"INSERT INTO {table} ({', '.join(columns)}, idempotency_key) "
+                             f"VALUES ({', '.join('?' * (len(columns) + 1))})", (*values, key))
+            return cur.lastrowid, False
 
     def close(self):
         self._db.close()
@@ -79,14 +100,11 @@ class Payments(_Ledger):
     def refund(self, order_id, amount, idempotency_key=None) -> dict:
         self._counter("calls")
         key = idempotency_key if self.honours_keys else None
-        if key is not None:
-            row = self._db.execute("SELECT id, order_id, amount FROM refunds WHERE idempotency_key = ?",
-                                   (key,)).fetchone()
-            if row:
-                return {"refund_id": f"R-{row[0]}", "order_id": row[1], "amount": row[2], "repeat": True}
-        cur = self._db.execute("INSERT INTO refunds (order_id, amount, idempotency_key) VALUES (?, ?, ?)",
-                               (order_id, amount, key))
-        return {"refund_id": f"R-{cur.lastrowid}", "order_id": order_id, "amount": amount, "repeat": False}
+        row_id, repeat = self._once("refunds", key, ("order_id", "amount"), (order_id, amount))
+        if repeat:
+            order_id, amount = self._db.execute("SELECT order_id, amount FROM refunds WHERE id = ?",
+                                                (row_id,)).fetchone()
+        return {"refund_id": f"R-{row_id}", "order_id": order_id, "amount": amount, "repeat": repeat}
 
     def refunds(self, order_id=None) -> list:
         sql, params = "SELECT id, order_id, amount FROM refunds", ()
@@ -107,16 +125,18 @@ class Payments(_Ledger):
 
 
 class Mailer(_Ledger):
-    """Sends email. Has no idempotency keys of its own: every call is a new email."""
+    """Sends email. Every call without a key is a new email. Like many email APIs it also
+    accepts an optional idempotency key: a repeated key returns the first message."""
 
     ddl = """CREATE TABLE IF NOT EXISTS mail (
         id INTEGER PRIMARY KEY AUTOINCREMENT, recipient TEXT NOT NULL, subject TEXT NOT NULL,
-        body TEXT);""" + _COUNTERS
+        body TEXT, idempotency_key TEXT);
+    CREATE UNIQUE INDEX IF NOT EXISTS mail_by_key ON mail (idempotency_key);""" + _COUNTERS
 
-    def send(self, to, subject, body="") -> dict:
-        cur = self._db.execute("INSERT INTO mail (recipient, subject, body) VALUES (?, ?, ?)",
-                               (to, subject, body))
-        return {"message_id": f"M-{cur.lastrowid}", "to": to}
+    def send(self, to, subject, body="", idempotency_key=None) -> dict:
+        row_id, repeat = self._once("mail", idempotency_key, ("recipient", "subject", "body"),
+                                    (to, subject, body))
+        return {"message_id": f"M-{row_id}", "to": to, "repeat": repeat}
 
     def sent(self, to=None) -> list:
         sql, params = "SELECT id, recipient, subject FROM mail", ()
@@ -131,14 +151,17 @@ class Mailer(_Ledger):
 
 class TicketDesk(_Ledger):
     """Support tickets. Closing is recorded every time it is asked for (so a double close
-    shows up), though a ticket can only end up closed once."""
+    shows up), though a ticket can only end up closed once. An optional idempotency key
+    makes a repeated close request a no-op."""
 
     ddl = """CREATE TABLE IF NOT EXISTS closes (
-        id INTEGER PRIMARY KEY AUTOINCREMENT, ticket TEXT NOT NULL, note TEXT);""" + _COUNTERS
+        id INTEGER PRIMARY KEY AUTOINCREMENT, ticket TEXT NOT NULL, note TEXT,
+        idempotency_key TEXT);
+    CREATE UNIQUE INDEX IF NOT EXISTS closes_by_key ON closes (idempotency_key);""" + _COUNTERS
 
-    def close(self, ticket, note="") -> dict:
-        cur = self._db.execute("INSERT INTO closes (ticket, note) VALUES (?, ?)", (ticket, note))
-        return {"ticket": ticket, "closed": True, "close_id": cur.lastrowid}
+    def close(self, ticket, note="", idempotency_key=None) -> dict:
+        row_id, repeat = self._once("closes", idempotency_key, ("ticket", "note"), (ticket, note))
+        return {"ticket": ticket, "closed": True, "close_id": row_id, "repeat": repeat}
 
     def closes(self, ticket=None) -> int:
         sql, params = "SELECT COUNT(*) FROM closes", ()

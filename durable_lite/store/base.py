@@ -20,7 +20,9 @@ class Store:
     def get_run(self, run_id: str) -> Optional[RunRecord]:
         raise NotImplementedError
 
-    def update_run(self, run_id: str, **fields) -> None:
+    def update_run(self, run_id: str, *, owner: Optional[str] = None, **fields) -> None:
+        """Set fields of the run. With `owner`, only if that worker holds the run's lease
+        (else LeaseLostError): how a worker fences its status changes."""
         raise NotImplementedError
 
     def list_runs(self, statuses: Iterable[str] = ()) -> List[RunRecord]:
@@ -33,7 +35,8 @@ class Store:
         raise NotImplementedError
 
     def record_entry(self, run_id: str, entry: Entry) -> None:
-        """Commit one checkpoint. Raises LeaseLostError if that position is already taken."""
+        """Commit one checkpoint, if `entry.worker` holds the run's lease and the position is
+        free. Otherwise raise LeaseLostError: another worker owns the run now."""
         raise NotImplementedError
 
     def discard_entries_from(self, run_id: str, position: int) -> List[Entry]:
@@ -49,7 +52,8 @@ class Store:
         raise NotImplementedError
 
     def consume_signal_into(self, run_id: str, signal_id: int, entry: Entry) -> None:
-        """Mark a signal consumed and record the wait's outcome, in one transaction."""
+        """Mark a signal consumed and record the wait's outcome, in one transaction (fenced
+        like `record_entry`)."""
         raise NotImplementedError
 
     # leases
@@ -57,6 +61,14 @@ class Store:
                   steal_from: Optional[str] = None) -> bool:
         """Take or renew the run's lease. Succeeds if it is free, expired, already ours,
         or held by `steal_from` (a worker known to be dead)."""
+        raise NotImplementedError
+
+    def renew_lease(self, run_id: str, owner: str, until: float) -> bool:
+        """Extend the lease only if `owner` still holds it (expired or not)."""
+        raise NotImplementedError
+
+    def renew_leases(self, owner: str, until: float) -> None:
+        """Extend every lease `owner` holds. Called from the heartbeat thread."""
         raise NotImplementedError
 
     def release_lease(self, run_id: str, owner: str) -> None:

@@ -32,9 +32,11 @@ class MemoryStore(Store):
         run = self._runs.get(run_id)
         return None if run is None else replace(run)
 
-    def update_run(self, run_id, **fields):
+    def update_run(self, run_id, *, owner=None, **fields):
         if run_id not in self._runs:
             raise UnknownRunError(f"no run {run_id!r} in this memory store")
+        if owner is not None:
+            self._check_owner(run_id, owner, "change its status")
         for key, value in fields.items():
             setattr(self._runs[run_id], key, value)
 
@@ -45,7 +47,14 @@ class MemoryStore(Store):
     def load_entries(self, run_id):
         return [replace(e) for e in self._entries.get(run_id, [])]
 
+    def _check_owner(self, run_id, owner, what):
+        holder = self._runs[run_id].lease_owner
+        if holder != owner:
+            raise LeaseLostError(f"run {run_id!r}: worker {owner} may no longer {what}; the "
+                                 f"lease is held by {holder or 'nobody'}")
+
     def record_entry(self, run_id, entry):
+        self._check_owner(run_id, entry.worker, f"record {entry.label!r}")
         entries = self._entries[run_id]
         if entry.position != len(entries):
             raise LeaseLostError(
@@ -81,6 +90,18 @@ class MemoryStore(Store):
             run.lease_owner, run.lease_expires = owner, until
             return True
         return False
+
+    def renew_lease(self, run_id, owner, until):
+        run = self._runs.get(run_id)
+        if run is None or run.lease_owner != owner:
+            return False
+        run.lease_expires = until
+        return True
+
+    def renew_leases(self, owner, until):
+        for run in list(self._runs.values()):
+            if run.lease_owner == owner:
+                run.lease_expires = until
 
     def release_lease(self, run_id, owner):
         run = self._runs.get(run_id)

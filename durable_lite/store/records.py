@@ -8,7 +8,8 @@ RUNNING = "running"      # executing now, or interrupted (its worker died) and r
 WAITING = "waiting"      # parked until a signal arrives or its deadline passes
 SLEEPING = "sleeping"    # parked until its wake time
 COMPLETED = "completed"
-FAILED = "failed"        # a step exhausted its retries; resume tries that step again
+FAILED = "failed"        # the workflow raised (e.g. a step exhausted its retries); resume
+                         # tries the step that failed again
 HALTED = "halted"        # a budget limit stopped it; resume keeps it halted
 
 FINISHED = (COMPLETED, FAILED, HALTED)
@@ -16,6 +17,7 @@ PARKED = (WAITING, SLEEPING)
 
 # Kinds of recorded entry. Every one occupies a position in the run's sequence.
 STEP = "step"            # ctx.step
+ERROR = "error"          # a ctx.step that exhausted its attempts: replayed as StepFailed
 VALUE = "value"          # ctx.now / ctx.uuid / ctx.random: a non-deterministic value
 SIGNAL = "signal"        # the outcome of ctx.wait_for_signal (payload, or None on timeout)
 TIMER = "timer"          # a deadline or wake-up time, fixed the first time it is reached

@@ -57,7 +57,7 @@ class SQLiteStore(Store):
         with open(self.path, "rb") as f:
             if f.read(16) != b"SQLite format 3\x00":
                 raise StoreFileError(f"{self.path} is not a SQLite database, so not a durable_lite store")
-        probe = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
+        probe = sqlite3.connect(_read_only_uri(self.path), uri=True)
         try:
             tables = {r[0] for r in probe.execute("SELECT name FROM sqlite_master WHERE type='table'")}
             if not tables:
@@ -123,13 +123,19 @@ class SQLiteStore(Store):
                                (run_id,)).fetchone()
         return None if row is None else RunRecord(*row)
 
-    def update_run(self, run_id, **fields):
+    def update_run(self, run_id, *, owner=None, **fields):
         columns = [_FIELD_TO_COLUMN.get(k, k) for k in fields]
-        cur = self._db.execute(
-            f"UPDATE runs SET {', '.join(c + ' = ?' for c in columns)} WHERE run_id = ?",
-            [*fields.values(), run_id])
+        sql = f"UPDATE runs SET {', '.join(c + ' = ?' for c in columns)} WHERE run_id = ?"
+        params = [*fields.values(), run_id]
+        if owner is not None:       # fenced: only the lease holder may change the run
+            sql += " AND lease_owner = ?"
+            params.append(owner)
+        cur = self._db.execute(sql, params)
         if cur.rowcount == 0:
-            raise UnknownRunError(f"no run {run_id!r} in {self.path}")
+            if self.get_run(run_id) is None:
+                raise UnknownRunError(f"no run {run_id!r} in {self.path}")
+            raise LeaseLostError(f"run {run_id!r}: worker {owner} no longer holds its lease "
+                                 f"in {self.path}; another worker took the run over")
 
     def list_runs(self, statuses=()):
         sql = f"SELECT {', '.join(_RUN_COLUMNS)} FROM runs"
@@ -146,17 +152,23 @@ class SQLiteStore(Store):
 
     def record_entry(self, run_id, entry: Entry):
         try:
-            self._insert_entry(run_id, entry)
+            inserted = self._insert_entry(run_id, entry)
         except sqlite3.IntegrityError:
+            inserted = False
+        if not inserted:
             raise LeaseLostError(
-                f"run {run_id!r}: position {entry.position} ({entry.label}) was already recorded "
-                "by another worker; this worker lost its lease") from None
+                f"run {run_id!r}: worker {entry.worker} may not record position {entry.position} "
+                f"({entry.label}) in {self.path}: it no longer holds the run's lease, or another "
+                "worker recorded that position first") from None
 
-    def _insert_entry(self, run_id, e: Entry):
-        self._db.execute(
-            "INSERT INTO entries VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    def _insert_entry(self, run_id, e: Entry) -> bool:
+        """Insert one checkpoint, fenced: only while `e.worker` holds the run's lease."""
+        cur = self._db.execute(
+            "INSERT INTO entries SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? "
+            "WHERE EXISTS (SELECT 1 FROM runs WHERE run_id = ? AND lease_owner = ?)",
             (run_id, e.position, e.kind, e.name, e.occurrence, e.result_json, e.attempts,
-             e.started_at, e.ended_at, e.worker, e.cost))
+             e.started_at, e.ended_at, e.worker, e.cost, run_id, e.worker))
+        return cur.rowcount == 1
 
     def discard_entries_from(self, run_id, position):
         removed = [e for e in self.load_entries(run_id) if e.position >= position]
@@ -177,13 +189,20 @@ class SQLiteStore(Store):
         db = self._db
         db.execute("BEGIN IMMEDIATE")
         try:
-            self._insert_entry(run_id, entry)
+            inserted = self._insert_entry(run_id, entry)
+        except sqlite3.IntegrityError:
+            inserted = False
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        if not inserted:
+            db.execute("ROLLBACK")
+            raise LeaseLostError(f"run {run_id!r}: worker {entry.worker} may not record the "
+                                 f"signal wait at position {entry.position} in {self.path}: it "
+                                 "no longer holds the run's lease") from None
+        try:
             db.execute("UPDATE signals SET consumed = 1 WHERE id = ?", (signal_id,))
             db.execute("COMMIT")
-        except sqlite3.IntegrityError:
-            db.execute("ROLLBACK")
-            raise LeaseLostError(f"run {run_id!r}: signal wait at position {entry.position} "
-                                 "was already recorded by another worker") from None
         except BaseException:
             db.execute("ROLLBACK")
             raise
@@ -195,6 +214,18 @@ class SQLiteStore(Store):
             "(lease_owner IS NULL OR lease_owner = ? OR lease_owner = ? OR lease_expires < ?)",
             (owner, until, run_id, owner, steal_from, now))
         return cur.rowcount == 1
+
+    def renew_lease(self, run_id, owner, until):
+        cur = self._db.execute("UPDATE runs SET lease_expires = ? WHERE run_id = ? AND lease_owner = ?",
+                               (until, run_id, owner))
+        return cur.rowcount == 1
+
+    def renew_leases(self, owner, until):
+        # One statement, run from the heartbeat thread on this connection (sqlite3 is built
+        # in serialized mode, so the connection is safe to share). The heartbeat matters
+        # while a step's function runs, when the worker has no transaction open; should it
+        # land inside one, it simply commits or rolls back with it and the next beat retries.
+        self._db.execute("UPDATE runs SET lease_expires = ? WHERE lease_owner = ?", (until, owner))
 
     def release_lease(self, run_id, owner):
         self._db.execute("UPDATE runs SET lease_owner = NULL, lease_expires = NULL "
@@ -211,3 +242,15 @@ class SQLiteStore(Store):
             "SELECT run_id, at, kind, position, name, worker, detail, seq FROM events "
             "WHERE run_id = ? ORDER BY seq", (run_id,))
         return [Event(*row) for row in rows]
+
+
+def _read_only_uri(path):
+    """A URI that reads `path` without leaving a trace.
+
+    With no -wal file beside it, everything is in the main file, and `immutable=1` reads
+    it without creating -wal or -shm files. With one, the log holds recent commits and must
+    be read too (`mode=ro`); its side files exist already.
+    """
+    escaped = path.replace("%", "%25").replace("?", "%3f").replace("#", "%23")
+    flags = "mode=ro" if os.path.exists(path + "-wal") else "immutable=1"
+    return f"file:{escaped}?{flags}"
