@@ -71,17 +71,19 @@ def executions_per_attempt(per_attempt: dict, *, title: str, ax=None,
     if total:
         groups.append("total")
         series = {label: v + [sum(v)] for label, v in series.items()}
-    ax = grouped_bars(groups, series, title=title, xlabel="", ylabel=ylabel, ax=ax)
+    ax = grouped_bars(groups, series, title=title, xlabel="attempt", ylabel=ylabel, ax=ax)
     if total:
         ax.axvline(len(groups) - 1.5, color="#bbb", linewidth=1, linestyle=":")
     return ax
 
 
-def step_timeline(rows, *, title: str, ax=None):
+def step_timeline(rows, *, title: str, ax=None, crashes: dict = None):
     """Which steps each attempt executed or replayed, as a grid of coloured cells.
 
     rows: a sequence of (attempt label, step, "executed"|"replayed"), e.g. the rows of
     `lab.trace_table(...)`. Attempts run down, steps across in order of first appearance.
+    crashes: {attempt label: text}, drawn as a red mark just after that attempt's last cell
+    (e.g. {"process 1": "SIGKILL"}).
     """
     rows = [tuple(r) for r in (rows.itertuples(index=False) if hasattr(rows, "itertuples") else rows)]
     attempts = list(dict.fromkeys(r[0] for r in rows))
@@ -91,6 +93,12 @@ def step_timeline(rows, *, title: str, ax=None):
         y, x = attempts.index(attempt), steps.index(step)
         ax.barh(y, 0.9, left=x - 0.45, height=0.7, color=color_for(how), edgecolor="white")
         ax.text(x, y, how, ha="center", va="center", fontsize=9, color="white", weight="bold")
+    for attempt, text in (crashes or {}).items():
+        y = attempts.index(attempt)
+        x = max(steps.index(step) for a, step, _ in rows if a == attempt) + 0.5
+        ax.plot([x, x], [y - 0.4, y + 0.4], color=COLORS["naive"], linewidth=3)
+        ax.text(x + 0.06, y, text, ha="left", va="center", fontsize=9, color=COLORS["naive"],
+                weight="bold")
     ax.set_yticks(range(len(attempts)), attempts)
     ax.set_xticks(range(len(steps)), steps)
     ax.set_xlim(-0.5, len(steps) - 0.5)
