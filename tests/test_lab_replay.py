@@ -58,6 +58,17 @@ def test_run_through_crashes_stops_when_a_crash_point_is_never_reached(store):
     assert len(attempts) == 1 and attempts[0].status == "completed"
 
 
+def test_crashed_at_names_the_occurrence(store):
+    @dl.workflow("lab-replay-repeat")
+    def repeat(ctx):
+        return [ctx.step("a", work, "a") for _ in range(3)]
+
+    attempts = replay.run_through_crashes(store, repeat, run_id="r5",
+                                          crashes=[CrashAt("a", "after_checkpoint", occurrence=2)])
+    assert attempts[0].crashed_at == "a#2 after_checkpoint"
+    assert attempts[1].replayed == ["a", "a#2"] and attempts[1].executed == ["a#3"]
+
+
 def test_count_checkpoints_counts_commits_on_that_store_only(store, tmp_path):
     other = dl.SQLiteStore(tmp_path / "other.db")
     replay.count_checkpoints(store)

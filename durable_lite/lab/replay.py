@@ -57,7 +57,8 @@ def run_through_crashes(store, wf, *args, run_id: str, crashes=(), clock=None, i
             crashed_at = None
         except Crash:
             status = "crashed"
-            crashed_at = f"{crash.step} {crash.when}"
+            label = crash.step if crash.occurrence == 1 else f"{crash.step}#{crash.occurrence}"
+            crashed_at = f"{label} {crash.when}"
         attempts.append(Attempt(number, crashed_at, status, executed, replayed,
                                 measure() if measure else None))
         if crashed_at is None:
