@@ -218,14 +218,19 @@ def plot_simulation(tallies, ax_rate=None, ax_cost=None):
              "runs that finish"),
             (ax_cost, [t.predicted_executions for t in tallies],
              [t.executions_per_run for t in tallies], "tool calls per run")):
-        ax.bar([x - width / 2 for x in xs], formula, width, color="#aab7c4", label="formula")
-        ax.bar([x + width / 2 for x in xs], seen, width, color="#2471a3", label="simulated")
+        bars = [ax.bar([x - width / 2 for x in xs], formula, width, color="#aab7c4", label="formula"),
+                ax.bar([x + width / 2 for x in xs], seen, width, color="#2471a3", label="simulated")]
+        fmt = "{:.1%}" if ax is ax_rate else "{:.2f}"
+        for group in bars:
+            ax.bar_label(group, labels=[fmt.format(b.get_height()) for b in group], fontsize=7,
+                         padding=2)
         ax.set_xticks(list(xs))
         ax.set_xticklabels(labels, fontsize=8)
         ax.set_title(title)
         ax.grid(axis="y", alpha=0.3)
     ax_rate.yaxis.set_major_formatter(_percent())
-    ax_rate.set_ylim(0, 1.05)
+    ax_rate.set_ylim(0, 1.12)
+    ax_cost.margins(y=0.12)
     ax_rate.legend(fontsize=8, loc="lower left")
     return ax_rate, ax_cost
 
@@ -310,12 +315,11 @@ class ReliabilityModel:
         ax_cost.bar(range(len(names)), [self.tallies[s].executions_per_run for s in names],
                     color=[colors[s] for s in names])
         ax_cost.plot(range(len(names)), [self.tallies[s].predicted_executions for s in names],
-                     "_", color="#e67e22", ms=30, mew=2, label="formula")
+                     "_", color="#f1c40f", ms=40, mew=3)
         ax_cost.set_xticks(range(len(names)))
         ax_cost.set_xticklabels(names, fontsize=8)
         ax_cost.set_ylabel("tool calls per run")
-        ax_cost.set_title(f"the cost: {self.runs} simulated runs each", fontsize=9)
-        ax_cost.legend(fontsize=8)
+        ax_cost.set_title(f"cost of {self.runs} runs (yellow tick: formula)", fontsize=9)
         ax_cost.grid(axis="y", alpha=0.3)
         fig.tight_layout()
         return fig
