@@ -1,0 +1,72 @@
+"""The benchmark script runs end to end on tiny inputs and reports what it promises.
+
+Only the shape of the report is checked, never a timing: speed depends on the machine.
+DBOS is skipped with --no-dbos, so this needs nothing beyond the test extra. The script
+SIGKILLs real child processes (to measure replay after a crash), hence the crash marker.
+"""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.crash
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "benchmarks" / "step_overhead.py"
+
+WRITE_KEYS = {"plain", "sqlite_normal", "sqlite_full", "dl_memory", "dl_process", "dl_power"}
+REPLAY_KEYS = {"sqlite_select", "dl_load", "dl_resume"}
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    out = tmp_path_factory.mktemp("bench")
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), "--steps", "3", "5", "--repeats", "1",
+         "--import-repeats", "1", "--no-dbos", "--json", str(out / "result.json"),
+         "--plot", str(out / "plot.png"), "--workdir", str(out / "work")],
+        capture_output=True, text=True, timeout=240, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout, json.loads((out / "result.json").read_text()), out
+
+
+def test_json_has_every_system_for_every_n_with_positive_numbers(report):
+    _, result, _ = report
+    writes, replays = result["step_overhead"], result["replay"]
+    assert {(r["key"], r["n"]) for r in writes} == {(k, n) for k in WRITE_KEYS for n in (3, 5)}
+    assert {(r["key"], r["n"]) for r in replays} == {(k, n) for k in REPLAY_KEYS for n in (3, 5)}
+    for r in writes:
+        assert r["repeats"] == 1 and len(r["per_step_us"]) == 1
+        assert r["median_us"] > 0 and r["min_us"] <= r["median_us"] <= r["max_us"]
+        assert r["ratio"] > 0
+    for r in replays:
+        assert r["median_ms"] > 0 and r["ratio"] > 0
+    assert result["import_durable_lite"]["median_ms"] > 0
+
+
+def test_dbos_is_reported_as_skipped_and_targets_are_evaluated(report):
+    _, result, _ = report
+    assert not any(r["key"].startswith("dbos") for r in result["step_overhead"] + result["replay"])
+    assert "--no-dbos" in result["skipped"]["DBOS"]
+    names = [t["target"] for t in result["targets"]]
+    assert any("bare sqlite3 per step" in n for n in names)
+    assert any("replay load" in n for n in names)
+    assert any("import durable_lite" in n for n in names)
+    assert all(isinstance(t["met"], bool) for t in result["targets"])
+
+
+def test_table_is_printed(report):
+    stdout, _, _ = report
+    for text in ("Writing:", "Replay after a real crash", "bare sqlite3 INSERT+COMMIT",
+                 "durable_lite SQLiteStore", "durable_lite load_entries", "import durable_lite",
+                 "Targets", "DBOS: skipped"):
+        assert text in stdout
+
+
+def test_plot_is_saved_when_matplotlib_is_there(report):
+    _, result, out = report
+    pytest.importorskip("matplotlib")
+    assert (out / "plot.png").stat().st_size > 0
