@@ -283,7 +283,7 @@ def _log_html(model) -> str:
     import html
     lines = "".join(f"<div style='{_KIND_STYLE[line.kind]}'>{html.escape(line.text)}</div>"
                     for line in model.log)
-    return f"<div style='font-family:monospace; font-size:0.9em'>{lines}</div>"
+    return f"<div style='font-family:monospace; font-size:0.9em; line-height:1.5'>{lines}</div>"
 
 
 def _status_html(model) -> str:
@@ -306,7 +306,8 @@ class CrashLab:
 
         self.model = model or CrashLabModel(mode, crash)
         self.mode = w.ToggleButtons(options=list(MODES), value=self.model.mode,
-                                    description="Mode:", style={"button_width": "150px"})
+                                    description="Mode:", style={"button_width": "150px",
+                                                                "description_width": "initial"})
         self.crash = w.Dropdown(options=[(describe_crash(c), crash_key(c)) for c in CRASH_CHOICES],
                                 value=crash_key(self.model.crash), description="Crash:",
                                 layout=w.Layout(width="420px"))
