@@ -79,13 +79,16 @@ _FATAL = (NonDeterminismError, StepResultNotJSON, LeaseLostError)
 
 
 class Context:
-    def __init__(self, engine, run, entries, usage: Usage, budget, on_step=None):
+    def __init__(self, engine, run, entries, budget, on_step=None):
         self._engine = engine
         self._run = run
         self._entries = entries
         self._position = 0
         self._occurrences = {}
-        self.usage = usage
+        # Usage up to the current position: replayed steps add their recorded counts, so
+        # the workflow reads the same numbers live and on replay, and the budget check
+        # before new work sees everything the run has ever executed.
+        self.usage = Usage()
         self.budget = budget
         self.executed = []
         self.replayed = []
@@ -281,6 +284,9 @@ class Context:
                 "a new workflow version.")
         if kind in (STEP, SIGNAL, WOKE):
             self._log(entry.label, "replayed")
+        if kind == STEP:
+            self.usage.steps += 1
+            self.usage.cost += entry.cost
         if failed:
             recorded = jsonvalue.decode(entry.result_json)
             raise StepFailed(self.run_id, entry.label, recorded["attempts"], recorded["error"])

@@ -19,7 +19,7 @@ from .errors import (LeaseHeldError, LeaseLostError, NonDeterminismError, RunArg
 from .lease import HOST, Heartbeat, owner_is_dead
 from .policy import Budget, Usage
 from .run import Run
-from .store.records import (COMPLETED, ERROR, FAILED, FINISHED, HALTED, RUNNING, SLEEPING,
+from .store.records import (COMPLETED, ERROR, FAILED, HALTED, RUNNING, SLEEPING,
                             STEP, WAITING, Event, RunRecord)
 from .workflow import Workflow, latest, lookup
 
@@ -145,11 +145,13 @@ class Engine:
     # signals ----------------------------------------------------------------------------
     def signal(self, run_id: str, name: str, payload=None) -> None:
         """Deliver a signal durably. A signal sent before the run waits for it is kept.
+        Any run that has not completed can receive one (a failed or halted run may still
+        be resumed).
 
         The run continues at the next `resume` or `recover` (in any process).
         """
         record = self._record(run_id)
-        if record.status in FINISHED:
+        if record.status == COMPLETED:      # failed and halted runs can still be resumed
             raise RunFinishedError(f"run {run_id!r} is {record.status}; it cannot receive signal {name!r}")
         text = jsonvalue.encode(payload, what=f"the payload of signal {name!r} to run {run_id!r} is")
         self.store.add_signal(run_id, name, text, self.clock())
@@ -196,7 +198,8 @@ class Engine:
                 attempts = len(failed) + 1 if entry.kind == STEP else entry.attempts
             rows.append({"position": entry.position, "step": entry.label, "kind": entry.kind,
                          "status": status, "attempts": attempts,
-                         "started_at": failed[0].at if failed else entry.started_at,
+                         # failed attempts of earlier executions (before a resume) count too
+                         "started_at": _earliest(entry.started_at, *(e.at for e in failed[:1])),
                          "ended_at": entry.ended_at, "worker": entry.worker, "cost": entry.cost,
                          "error": errors[-1] if errors else None, "errors": errors,
                          "result": result})
@@ -319,7 +322,7 @@ class Engine:
             self._event(run_id, "retrying", entries[-1].position, entries[-1].label)
             entries.pop()
         budget = Budget.from_json(jsonvalue.decode(record.budget_json))
-        ctx = Context(self, record, entries, self._usage(entries), budget, on_step=self.on_step)
+        ctx = Context(self, record, entries, budget, on_step=self.on_step)
         if record.status != RUNNING or record.waiting_for is not None:
             self.store.update_run(run_id, owner=self.worker, status=RUNNING, waiting_for=None,
                                   wake_at=None, error=None, updated_at=self.clock())
@@ -359,6 +362,11 @@ class Engine:
                                   updated_at=self.clock())
             self._event(run_id, "completed")
         return self.get(run_id, ctx.executed, ctx.replayed)
+
+
+def _earliest(*times):
+    known = [t for t in times if t is not None]
+    return min(known) if known else None
 
 
 def _check_same_run(existing, wf, args_json, kwargs_json):

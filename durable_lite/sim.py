@@ -290,5 +290,6 @@ class World:
                 "llm_calls": self.llm.calls(), "tool_calls": self.tools.calls()}
 
     def close(self):
+        """Close every ledger file (TicketDesk.close closes tickets, hence _Ledger.close)."""
         for service in (self.payments, self.careless, self.mailer, self.tickets, self.llm, self.tools):
-            service.close()
+            _Ledger.close(service)
