@@ -1,0 +1,274 @@
+"""The checks behind `check("q1", answer)`: run every test of a question, print each result.
+
+A question is a list of small tests. Each test calls the learner's code (usually under
+crash injection) and either returns quietly (passed) or raises `Fail` with what went wrong
+and what to try. The runner never stops at the first failure, never shows a bare
+traceback, and turns an untouched stub (`raise NotImplementedError`) into "not attempted
+yet" instead of an error.
+
+When the grader runs a notebook it sets DURABLE_LITE_GRADING_RESULTS to a file; every
+check then appends one JSON line to it. That file, not the printed text, is how scores
+leave the kernel, so a notebook that later crashes or hangs keeps the scores it earned.
+"""
+
+import contextlib
+import io
+import json
+import os
+import signal
+import sys
+import sysconfig
+import tempfile
+import threading
+import traceback
+from dataclasses import asdict, dataclass, field
+from typing import Callable, Dict, List, Optional
+
+RESULTS_ENV = "DURABLE_LITE_GRADING_RESULTS"
+TEST_TIME_LIMIT = 60.0            # seconds per test, so one infinite loop costs one test
+
+PASSED, FAILED, NOT_ATTEMPTED = "passed", "failed", "not attempted"
+
+
+class Fail(Exception):
+    """A test found a wrong answer. `hint` says what to try next."""
+
+    def __init__(self, message: str, hint: str = ""):
+        super().__init__(message)
+        self.message, self.hint = message, hint
+
+
+class NotAttempted(Exception):
+    """The answer is still the stub (a NotImplementedError, a None left to fill in)."""
+
+
+class TestTookTooLong(BaseException):
+    """Raised inside the learner's code when a test runs past its time limit.
+
+    A BaseException, so an `except Exception` in a retry loop cannot swallow it.
+    """
+
+
+# declaring questions ------------------------------------------------------------------------
+@dataclass
+class Test:
+    name: str
+    fn: Callable
+    hint: str = ""
+
+
+@dataclass
+class Question:
+    id: str
+    title: str
+    answers: tuple                       # names of what check() expects, in order
+    tests: List[Test] = field(default_factory=list)
+
+    def test(self, name: str, hint: str = ""):
+        """Decorator: `@q1.test("no crash: one refund", hint="...")`."""
+        def register(fn):
+            self.tests.append(Test(name, fn, hint))
+            return fn
+        return register
+
+    @property
+    def call(self) -> str:
+        return f'check("{self.id}", {", ".join(self.answers)})'
+
+
+@dataclass
+class Exercise:
+    id: str                              # the notebook's name, e.g. "02_memoize"
+    title: str
+    lesson: str                          # the lesson notebook it practises
+    questions: Dict[str, Question] = field(default_factory=dict)
+
+    def question(self, qid: str, title: str, answers) -> Question:
+        q = Question(qid, title, tuple(answers))
+        self.questions[qid] = q
+        return q
+
+
+# results ------------------------------------------------------------------------------------
+@dataclass
+class TestResult:
+    name: str
+    status: str                          # passed | failed | not attempted
+    message: str = ""
+    hint: str = ""
+
+
+@dataclass
+class QuestionResult:
+    exercise: str
+    question: str
+    title: str
+    tests: List[TestResult]
+
+    @property
+    def passed(self) -> int:
+        return sum(t.status == PASSED for t in self.tests)
+
+    @property
+    def total(self) -> int:
+        return len(self.tests)
+
+    @property
+    def status(self) -> str:
+        if self.tests and all(t.status == NOT_ATTEMPTED for t in self.tests):
+            return NOT_ATTEMPTED
+        return PASSED if self.passed == self.total else FAILED
+
+    def to_json(self) -> dict:
+        return {"exercise": self.exercise, "question": self.question, "title": self.title,
+                "status": self.status, "passed": self.passed, "total": self.total,
+                "tests": [asdict(t) for t in self.tests]}
+
+    def report(self) -> str:
+        head = f"{self.question} · {self.title}: "
+        if self.status == NOT_ATTEMPTED:
+            first = self.tests[0]
+            lines = [head + f"not attempted yet (0/{self.total} tests)",
+                     f"  {first.message}"]
+            if first.hint:
+                lines.append(f"  hint: {first.hint}")
+            return "\n".join(lines)
+        mark = "all tests passed ✓" if self.status == PASSED else "some tests failed"
+        lines = [head + f"{self.passed}/{self.total} — {mark}"]
+        for t in self.tests:
+            if t.status == PASSED:
+                lines.append(f"  ✓ {t.name}")
+            else:
+                lines.append(f"  ✗ {t.name}")
+                if t.message:
+                    lines.extend("      " + line for line in t.message.splitlines())
+                if t.hint:
+                    lines.append(f"      hint: {t.hint}")
+        return "\n".join(lines)
+
+
+# running ------------------------------------------------------------------------------------
+def run_question(exercise: Exercise, qid: str, answers) -> QuestionResult:
+    """Run every test of question `qid` against `answers`; never raises for a wrong answer."""
+    question = exercise.questions[qid]
+    if len(answers) != len(question.answers):
+        names = ", ".join(question.answers)
+        message = (f"{question.call} expects {len(question.answers)} answer(s) ({names}); "
+                   f"it was given {len(answers)}.")
+        results = [TestResult(t.name, FAILED, message) for t in question.tests]
+        return QuestionResult(exercise.id, qid, question.title, results)
+    results = [_run_test(test, answers) for test in question.tests]
+    return QuestionResult(exercise.id, qid, question.title, results)
+
+
+def _run_test(test: Test, answers) -> TestResult:
+    sink = io.StringIO()   # the learner's prints would bury the report; tests call code often
+    try:
+        with _time_limit(TEST_TIME_LIMIT), contextlib.redirect_stdout(sink), \
+                contextlib.redirect_stderr(sink):
+            test.fn(*answers)
+    except Fail as fail:
+        return TestResult(test.name, FAILED, sanitize(fail.message), sanitize(fail.hint or test.hint))
+    except (NotAttempted, NotImplementedError) as exc:
+        return TestResult(test.name, NOT_ATTEMPTED, _STUB_ADVICE, sanitize(str(exc)))
+    except TestTookTooLong:
+        return TestResult(test.name, FAILED,
+                          f"this test took longer than {TEST_TIME_LIMIT:.0f} s and was stopped",
+                          "look for a loop that never ends (a retry loop without a limit?)")
+    except KeyboardInterrupt:
+        return TestResult(test.name, FAILED, "interrupted before it finished",
+                          "run the check again; if it hangs, look for a loop that never ends")
+    except BaseException as exc:  # the learner's code raised: report it, keep going
+        return TestResult(test.name, FAILED, sanitize("your code raised " + describe(exc)),
+                          sanitize(test.hint))
+    return TestResult(test.name, PASSED)
+
+
+_STUB_ADVICE = ("Replace the `raise NotImplementedError(...)` line (or the None) with your code, "
+                "run that cell, then run this check again.")
+
+
+def describe(exc: BaseException) -> str:
+    """`ValueError: bad thing (at: the line of code that raised it)`, with no file paths."""
+    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    frames = traceback.extract_tb(exc.__traceback__)
+    theirs = [f for f in frames if f.line and not _is_library(f.filename)]
+    if theirs:
+        text += f"\n(at: {theirs[-1].line.strip()})"
+    return text
+
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_LIBRARIES = tuple({sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")})
+
+
+def _is_library(filename: str) -> bool:
+    """Frames from durable_lite, the standard library or installed packages are not the
+    learner's: the line worth quoting is the deepest one in their own code."""
+    path = os.path.abspath(filename)
+    return path.startswith(_PACKAGE) or path.startswith(_LIBRARIES)
+
+
+def sanitize(text: str) -> str:
+    """Remove temporary and home-directory paths from a message (outputs must not show them)."""
+    if not text:
+        return text
+    for root, label in ((tempfile.gettempdir(), "<tmp>"), (os.path.expanduser("~"), "~")):
+        if root and root not in ("/", "~"):
+            text = text.replace(os.path.realpath(root), label).replace(root, label)
+    return text
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float):
+    """Raise TestTookTooLong in this thread after `seconds` (Unix main thread only)."""
+    usable = hasattr(signal, "SIGALRM") and threading.current_thread() is threading.main_thread()
+    if not usable:
+        yield
+        return
+
+    def on_alarm(signum, frame):
+        raise TestTookTooLong()
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def record(result: QuestionResult) -> None:
+    """Append the result to the grader's results file, if a grader is listening."""
+    path = os.environ.get(RESULTS_ENV)
+    if not path:
+        return
+    try:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(result.to_json()) + "\n")
+    except OSError as exc:  # feedback in the notebook matters more than the grader's copy
+        print(f"(could not record this result for the grader: {exc})", file=sys.stderr)
+
+
+# the callable a notebook uses ------------------------------------------------------------
+class Checker:
+    """`check = checker("02_memoize")`, then `check("q1", memo_step, open_memo)`."""
+
+    def __init__(self, exercise: Exercise):
+        self.exercise = exercise
+
+    def __repr__(self):
+        qs = ", ".join(f"{q.id} ({q.title})" for q in self.exercise.questions.values())
+        return f"<checks for exercise {self.exercise.id}: {qs}>"
+
+    def __call__(self, question: str, *answers) -> None:
+        ex = self.exercise
+        if question not in ex.questions:
+            known = ", ".join(repr(q) for q in ex.questions)
+            print(f"Exercise {ex.id} has no question {question!r}; its questions are {known}.")
+            return None
+        result = run_question(ex, question, answers)
+        record(result)
+        print(result.report())
+        return None

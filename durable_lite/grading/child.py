@@ -1,0 +1,142 @@
+"""Run a learner's function in a fresh Python process, and SIGKILL it around a step.
+
+The parent (a check, in the notebook's kernel) writes the learner's code to a module with
+`portable.module_source`, then calls `run_fresh(...)`. The child imports that module,
+wraps the named step functions so each call is logged ("start lookup", "end lookup") and
+so it can kill itself just before or just after one of them — the moments a deploy or an
+out-of-memory kill would pick — then calls the function and reports its JSON result.
+
+The log is appended with O_APPEND writes, which reach the file before SIGKILL can stop
+them, so it counts executions across every process that worked on a run.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, List, Optional
+
+import durable_lite
+
+MODULE = "learner_code"
+_PACKAGE_PARENT = str(Path(durable_lite.__file__).resolve().parent.parent)
+
+
+@dataclass
+class ChildRun:
+    returncode: int
+    result: Any = None
+    error: Optional[str] = None          # "Type: message (at: line)" if the function raised
+    stderr: str = ""
+    log: List[str] = field(default_factory=list)
+
+    @property
+    def killed(self) -> bool:
+        return self.returncode == -signal.SIGKILL
+
+    @property
+    def finished(self) -> bool:
+        return self.returncode == 0
+
+
+def write_module(folder, source: str) -> None:
+    Path(folder, f"{MODULE}.py").write_text(source, encoding="utf-8")
+
+
+def run_fresh(folder, call: str, *args, wrap=(), kill=None, log=None, timeout: float = 30.0,
+              env=None) -> ChildRun:
+    """Call `learner_code.<call>(*args)` in a new process whose cwd is `folder`.
+
+    wrap: names of step functions to log (and possibly kill around).
+    kill: (name, "before" | "after") — SIGKILL the child there.
+    log:  the file to append "start NAME" / "end NAME" lines to (shared across runs).
+    """
+    log = os.fspath(log or Path(folder, "steps.log"))
+    spec = {"dir": os.fspath(folder), "call": call, "args": list(args), "wrap": list(wrap),
+            "kill": list(kill) if kill else None, "log": log}
+    child_env = dict(os.environ, **(env or {}))
+    child_env["PYTHONPATH"] = os.pathsep.join(
+        [os.fspath(folder), _PACKAGE_PARENT, child_env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "durable_lite.grading.child", json.dumps(spec)],
+                              cwd=os.fspath(folder), capture_output=True, text=True,
+                              timeout=timeout, env=child_env)
+    except subprocess.TimeoutExpired:
+        return ChildRun(returncode=-1, error=f"the fresh process did not finish within {timeout:.0f} s",
+                        log=read_log(log))
+    run = ChildRun(proc.returncode, stderr=proc.stderr, log=read_log(log))
+    for line in proc.stdout.splitlines():
+        if line.startswith("RESULT "):
+            run.result = json.loads(line[len("RESULT "):])
+        elif line.startswith("ERROR "):
+            run.error = json.loads(line[len("ERROR "):])
+    if proc.returncode not in (0, -signal.SIGKILL) and run.error is None:
+        run.error = (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
+    return run
+
+
+def read_log(path) -> List[str]:
+    try:
+        return Path(path).read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        return []
+
+
+# the child's side ---------------------------------------------------------------------------
+def _append(path, line):
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, (line + "\n").encode())
+    finally:
+        os.close(fd)
+
+
+def _die():
+    sys.stdout.flush()
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _wrapper(name, real, log, kill):
+    def step_function(*args, **kwargs):
+        _append(log, f"start {name}")
+        if kill == [name, "before"]:
+            _die()
+        result = real(*args, **kwargs)
+        _append(log, f"end {name}")
+        if kill == [name, "after"]:
+            _die()
+        return result
+    step_function.__name__ = getattr(real, "__name__", name)
+    return step_function
+
+
+def _main(spec_json):
+    import importlib
+
+    from . import checks
+
+    spec = json.loads(spec_json)
+    try:
+        module = importlib.import_module(MODULE)
+        examples = importlib.import_module("durable_lite.examples")
+        for name in spec["wrap"]:
+            real = getattr(module, name, None) or getattr(examples, name)
+            wrapped = _wrapper(name, real, spec["log"], spec["kill"])
+            if hasattr(module, name):
+                setattr(module, name, wrapped)
+            if hasattr(examples, name):
+                setattr(examples, name, wrapped)
+        result = getattr(module, spec["call"])(*spec["args"])
+    except BaseException as exc:  # report any failure of the learner's code to the parent
+        print("ERROR " + json.dumps(checks.sanitize(checks.describe(exc))))
+        traceback.print_exc()
+        sys.exit(3)
+    print("RESULT " + json.dumps(result, default=repr))
+
+
+if __name__ == "__main__":
+    _main(sys.argv[1])

@@ -1,0 +1,244 @@
+"""Exercise 04: find and fix the non-determinism in two orchestrations, and refresh a stale memo.
+
+Every run here uses a fake clock, predictable ids and a seeded engine, so a correct
+workflow gives the same result whether it ran straight through or crashed and resumed.
+A workflow that still reads time.time(), uuid4() or random.random() in its orchestration,
+or calls the model outside a step, cannot: that difference is what the tests look for.
+"""
+
+import json
+import os
+
+from .. import examples
+from ..errors import NonDeterminismError
+from ..faults import AFTER_EFFECT, every_crash_point
+from ..run import Run
+from ..workflow import workflow
+from .checks import Exercise, Fail, NotAttempted
+from .harness import START, EngineRuns, crash_label, needs_callable, needs_workflow, scratch, step_names
+
+EXERCISE = Exercise("04_determinism", "Replay determinism",
+                    lesson="notebooks/04_replay_determinism.ipynb")
+
+
+def _world(folder):
+    return examples.world_at(os.path.join(folder, "world"))
+
+
+def _finish(run, what):
+    if run.status == "completed":
+        return run.result
+    if run.error and "NotImplementedError" in run.error:
+        raise NotAttempted(f"{what} still raises NotImplementedError")
+    raise Fail(f"{what} ended {run.status}: {run.error}")
+
+
+def _diverged(exc, crash):
+    first = str(exc).split(". ")[0]
+    return Fail(f"crash {crash_label(crash)}, then resume: NonDeterminismError — {first}",
+                "the replay made different calls than the first attempt: something in the "
+                "orchestration changed between the two (the clock, randomness, a model answer)")
+
+
+# q1 -----------------------------------------------------------------------------------------
+q1 = EXERCISE.question("q1", "a receipt that survives replay", answers=["receipt"])
+
+RECEIPT_STEPS = ["lookup", "email"]
+
+
+def _receipt(receipt, crash=None):
+    """(result, emails sent) for one run, crashed once at `crash` and resumed."""
+    needs_workflow(receipt, "receipt")
+    with scratch("ex04") as folder:
+        runs = EngineRuns(folder, ids_prefix="id")
+        try:
+            run = runs.run(receipt, os.path.join(folder, "world"), "A-17", run_id="receipt-A-17",
+                           crash=crash)
+        except NonDeterminismError as exc:
+            raise _diverged(exc, crash) from None
+        result = _finish(run, "receipt")
+        return result, [m["subject"] for m in _world(folder).mailer.sent()]
+
+
+@q1.test("a crash at any point, then a resume: the same receipt as an uninterrupted run",
+         hint="read the time with ctx.now() and make the id with ctx.uuid(): both are recorded "
+              "the first time and replayed after; time.time() and uuid.uuid4() are read anew "
+              "on every replay")
+def _(receipt):
+    expected, _ = _receipt(receipt)
+    if not isinstance(expected, dict) or expected.get("issued_at") != START:
+        raise Fail(f"an uninterrupted run returned {expected!r}; its issued_at should be the "
+                   f"engine's clock ({START}), which the check sets to a fixed time")
+    for crash in every_crash_point(RECEIPT_STEPS):
+        result, _ = _receipt(receipt, crash)
+        if result != expected:
+            raise Fail(f"crash {crash_label(crash)}, then resume: the run returned {result!r}; "
+                       f"an uninterrupted run returned {expected!r}")
+
+
+@q1.test("the receipt in the customer's email is the receipt the run returns",
+         hint="if the email was sent before the crash, the replay must rebuild the very same "
+              "receipt id and time: ctx.uuid() and ctx.now() give the recorded ones back")
+def _(receipt):
+    for crash in [None, *every_crash_point(RECEIPT_STEPS)]:
+        result, subjects = _receipt(receipt, crash)
+        receipt_id = result.get("receipt") if isinstance(result, dict) else None
+        stale = [s for s in subjects if str(receipt_id) not in s]
+        if not receipt_id or stale:
+            where = "with no crash" if crash is None else f"crash {crash_label(crash)}, then resume"
+            raise Fail(f"{where}: the run returned receipt {receipt_id!r}, but the customer "
+                       f"was emailed {subjects!r}")
+
+
+# q2 -----------------------------------------------------------------------------------------
+q2 = EXERCISE.question("q2", "a model call and a coin flip", answers=["triage"])
+
+TICKET = "Where is my parcel C-33?"
+TRIAGE_SEED = 1          # the seeded engine's first ctx.random() is 0.13: the ticket is audited
+
+
+def _triage(triage, crash=None):
+    """(result, model calls, step names) for one run, crashed once at `crash` and resumed."""
+    needs_workflow(triage, "triage")
+    with scratch("ex04") as folder:
+        runs = EngineRuns(folder, seed=TRIAGE_SEED)
+        try:
+            run = runs.run(triage, os.path.join(folder, "world"), TICKET, run_id="triage-C-33",
+                           crash=crash)
+        except NonDeterminismError as exc:
+            raise _diverged(exc, crash) from None
+        result = _finish(run, "triage")
+        steps = step_names(runs.engine(), "triage-C-33")
+        return result, _world(folder).llm.calls(), steps
+
+
+def _crashes(triage):
+    _, _, steps = _triage(triage)
+    return every_crash_point(steps)
+
+
+def _in_window(crash):
+    """A crash between the model step's effect and its checkpoint: the step runs again."""
+    return crash.step == "classify" and crash.when == AFTER_EFFECT
+
+
+@q2.test("the model is called once per run, not again on every replay",
+         hint="wrap the call in a step: ctx.step('classify', classify, folder, ticket); a "
+              "recorded answer costs nothing on replay")
+def _(triage):
+    for crash in _crashes(triage):
+        _, calls, _ = _triage(triage, crash)
+        allowed = 2 if _in_window(crash) else 1
+        if calls > allowed:
+            raise Fail(f"crash {crash_label(crash)}, then resume: the model was called {calls} "
+                       f"times; expected {allowed}")
+
+
+@q2.test("a crash at any point, then a resume: no NonDeterminismError",
+         hint="the replay must take the same branches: base them on recorded values only "
+              "(a step's result, ctx.random())")
+def _(triage):
+    for crash in _crashes(triage):
+        _triage(triage, crash)
+
+
+@q2.test("a crash at any point (outside the model step's own window), then a resume: the same "
+         "result as an uninterrupted run",
+         hint="use ctx.random() instead of random.random(): the check seeds the engine, and the "
+              "recorded draw is replayed")
+def _(triage):
+    expected, _, _ = _triage(triage)
+    for crash in _crashes(triage):
+        if _in_window(crash):
+            continue
+        result, _, _ = _triage(triage, crash)
+        if result != expected:
+            raise Fail(f"crash {crash_label(crash)}, then resume: the run returned {result!r}; "
+                       f"an uninterrupted run returned {expected!r}")
+
+
+# q3 -----------------------------------------------------------------------------------------
+q3 = EXERCISE.question("q3", "refresh a stale memo", answers=["refresh_lookup"])
+
+
+def _address_book(folder):
+    return os.path.join(folder, "addresses.json")
+
+
+def read_address(folder, customer):
+    with open(_address_book(folder), encoding="utf-8") as f:
+        return json.load(f)[customer]
+
+
+def send_statement(folder, to):
+    return _world(folder).mailer.send(to, "Your monthly statement")
+
+
+@workflow("ex04-check-statement", version=1)
+def statement(ctx, folder, customer):
+    address = ctx.step("lookup", read_address, folder, customer)
+    ctx.step("email", send_statement, folder, address)
+    return {"sent_to": address}
+
+
+def _move(folder, address):
+    with open(_address_book(folder), "w", encoding="utf-8") as f:
+        json.dump({"ana": address}, f)
+
+
+def _refresh(refresh_lookup, moves):
+    """Run the statement, then move the customer and refresh, once per address in `moves`."""
+    needs_callable(refresh_lookup, "refresh_lookup")
+    with scratch("ex04") as folder:
+        _move(folder, "ana@old.example.com")
+        runs = EngineRuns(folder)
+        runs.run(statement, folder, "ana", run_id="statement-ana")
+        out = []
+        for address in moves:
+            _move(folder, address)
+            engine = runs.engine(worker="worker-refresh")
+            run = refresh_lookup(engine, "statement-ana")
+            if run is None:
+                raise NotAttempted("refresh_lookup returned None")
+            if not isinstance(run, Run):
+                raise Fail(f"refresh_lookup returned a {type(run).__name__}; return the Run "
+                           "that engine.resume(...) gives back")
+            out.append((address, run, step_names(engine, "statement-ana"),
+                        [m["to"] for m in _world(folder).mailer.sent()]))
+        return out
+
+
+@q3.test("the same run, resumed, reads the new address and completes",
+         hint="engine.invalidate(run_id, 'lookup') forgets that step's memo (and every entry "
+              "after it); engine.resume(run_id) then runs them again")
+def _(refresh_lookup):
+    (address, run, _, _), = _refresh(refresh_lookup, ["ana@new.example.com"])
+    if run.run_id != "statement-ana":
+        raise Fail(f"the returned run is {run.run_id!r}; refresh the existing run "
+                   "'statement-ana', do not start a new one")
+    if run.status != "completed" or run.result != {"sent_to": address}:
+        raise Fail(f"the run is {run.status} with result {run.result!r}; expected completed "
+                   f"with {{'sent_to': {address!r}}}")
+
+
+@q3.test("only the stale step and the steps after it run again, once each",
+         hint="invalidate 'lookup' itself: the steps after it depended on its old answer")
+def _(refresh_lookup):
+    (_, run, steps, sent), = _refresh(refresh_lookup, ["ana@new.example.com"])
+    if list(run.executed) != ["lookup", "email"]:
+        raise Fail(f"the refresh executed {list(run.executed)}; expected ['lookup', 'email']")
+    if steps != ["lookup", "email"]:
+        raise Fail(f"the run's history now records the steps {steps}; expected each once")
+    if sent != ["ana@old.example.com", "ana@new.example.com"]:
+        raise Fail(f"statements were sent to {sent}; expected the old address, then the new one")
+
+
+@q3.test("a second move, a second refresh: the run follows again",
+         hint="the refresh must work on a run that was refreshed before")
+def _(refresh_lookup):
+    moves = ["ana@new.example.com", "ana@newer.example.com"]
+    results = _refresh(refresh_lookup, moves)
+    address, run, _, _ = results[-1]
+    if run.result != {"sent_to": address}:
+        raise Fail(f"after the second move the run returned {run.result!r}; expected "
+                   f"{{'sent_to': {address!r}}}")

@@ -1,0 +1,367 @@
+"""The grader can fail: solutions score full marks, untouched exercises score zero, and
+known-wrong answers fail the question they should.
+
+Wrong answers are made by putting wrong code into a copy of a solution notebook, then
+grading that copy exactly as an instructor would. Each graded notebook starts a kernel
+(about a second), so these tests take a while; the in-process checks at the end are fast.
+"""
+
+import json
+import linecache
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from durable_lite.grading import checker, exercise
+from durable_lite.grading.checks import RESULTS_ENV
+from durable_lite.grading.grader import grade_notebook
+from durable_lite.grading.portable import NotPortable, module_source
+
+ROOT = Path(__file__).resolve().parent.parent
+NAMES = sorted(p.stem for p in (ROOT / "solutions").glob("*.ipynb"))
+
+
+def statuses(score):
+    return {q["question"]: q["status"] for q in score.questions}
+
+
+def check_outputs(score):
+    """The text printed by every check(...) cell, and whether any of them raised."""
+    texts, errors = [], []
+    for cell in score.notebook.cells:
+        if cell.cell_type == "code" and cell.source.startswith("check("):
+            for out in cell.outputs:
+                if out.output_type == "error":
+                    errors.append(cell.source)
+                texts.append(out.get("text", ""))
+    return "".join(texts), errors
+
+
+# solutions and untouched exercises ------------------------------------------------------------
+@pytest.mark.parametrize("name", NAMES)
+def test_every_solution_scores_full_marks(name):
+    score = grade_notebook(ROOT / "solutions" / f"{name}.ipynb", timeout=120)
+    assert score.note is None
+    assert score.total == sum(len(q.tests) for q in exercise(name).questions.values())
+    assert score.passed == score.total, score.report()
+    assert set(statuses(score).values()) == {"passed"}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_untouched_exercise_scores_zero_with_a_message_per_question(name):
+    score = grade_notebook(ROOT / "exercises" / f"{name}.ipynb", timeout=120)
+    assert score.note is None, score.note
+    assert score.passed == 0 and score.total > 0, score.report()
+    text, errors = check_outputs(score)
+    assert not errors, f"check cells raised: {errors}"
+    assert "Traceback" not in text
+    for q in score.questions:
+        assert q["status"] in ("not attempted", "failed"), score.report()
+        assert q["tests"], f"{q['question']} was never checked"
+        assert all(t["message"] for t in q["tests"]), q
+        assert f"{q['question']} · {q['title']}" in text
+    if name != "04_determinism":      # exercise 04 starts from broken code, not from stubs
+        assert set(statuses(score).values()) == {"not attempted"}
+        assert text.count("not attempted yet") == len(score.questions)
+
+
+# known-wrong answers ------------------------------------------------------------------------
+def with_code(name, marker, new_source, tmp_path):
+    """A copy of solution `name` whose cell containing `marker` holds `new_source`."""
+    nb = nbformat.read(ROOT / "solutions" / f"{name}.ipynb", as_version=4)
+    cells = [c for c in nb.cells if c.cell_type == "code" and marker in c.source]
+    assert len(cells) == 1, f"{marker!r} should be in exactly one cell of {name}"
+    cells[0].source = new_source
+    path = tmp_path / f"{name}.ipynb"
+    nbformat.write(nb, path)
+    return path
+
+
+def failing_tests(score, qid):
+    q = score.question(qid)
+    return [t["name"] for t in q["tests"] if t["status"] != "passed"]
+
+
+RECORDS_BEFORE_RUNNING = '''
+def memo_step(db, run_id, name, fn, *args):
+    row = db.execute("SELECT result FROM memo WHERE run_id = ? AND name = ?",
+                     (run_id, name)).fetchone()
+    if row is not None:
+        return json.loads(row[0])
+    # wrong: the step is marked done before its function has run
+    db.execute("INSERT INTO memo VALUES (?, ?, ?)", (run_id, name, "null"))
+    db.commit()
+    result = fn(*args)
+    db.execute("UPDATE memo SET result = ? WHERE run_id = ? AND name = ?",
+               (json.dumps(result), run_id, name))
+    db.commit()
+    return result
+'''
+
+
+def test_a_step_that_records_before_running_fails_q1_and_the_kill_test(tmp_path):
+    score = grade_notebook(with_code("02_memoize", "def memo_step", RECORDS_BEFORE_RUNNING, tmp_path))
+    assert statuses(score) == {"q1": "failed", "q2": "failed"}, score.report()
+    assert failing_tests(score, "q1") == [
+        "a crash inside fn records nothing: the next call runs fn, so the effect happens once"]
+    assert any("killed (SIGKILL) just before a step" in t for t in failing_tests(score, "q2"))
+
+
+IN_MEMORY_DEDUPE = '''
+SENT = {}
+
+
+def refund_once(db, provider, key, order_id, amount):
+    # wrong: the memory of what was paid lives in this process only
+    if key in SENT:
+        return SENT[key]
+    SENT[key] = answer = provider.refund(order_id, amount)
+    return answer
+'''
+
+
+def test_an_in_memory_dedupe_set_fails_q2_only(tmp_path):
+    score = grade_notebook(with_code("03_idempotency", "def refund_once", IN_MEMORY_DEDUPE, tmp_path))
+    assert statuses(score) == {"q1": "passed", "q2": "failed", "q3": "passed", "q4": "passed"}, \
+        score.report()
+    assert set(failing_tests(score, "q2")) == {
+        "it survives a restart: a fresh process with the same key does not pay again",
+        "the keys live in the sent table, committed"}
+
+
+CLOCK_KEY = '''
+import time
+
+
+def refund_key(run_id, order_id):
+    # wrong: a new key on every attempt
+    return f"{run_id}-{order_id}-{time.time()}"
+'''
+
+
+def test_a_key_built_from_the_clock_fails_q1_and_pays_twice_in_q4(tmp_path):
+    score = grade_notebook(with_code("03_idempotency", "def refund_key", CLOCK_KEY, tmp_path))
+    assert statuses(score) == {"q1": "failed", "q2": "passed", "q3": "passed", "q4": "failed"}, \
+        score.report()
+    assert set(failing_tests(score, "q1")) == {
+        "the same run and order give the same key, even a day later",
+        "a fresh Python process computes the same key"}
+    q4 = score.question("q4")
+    assert any("paid 2 times" in t["message"] for t in q4["tests"])
+
+
+CLOCK_IN_ORCHESTRATION = '''
+@dl.workflow("ex04-receipt", version=1)
+def receipt(ctx, folder, order_id):
+    issued_at = time.time()          # wrong: read again on every replay
+    receipt_id = "rcpt-" + ctx.uuid()
+    order = ctx.step("lookup", lookup_order, folder, order_id)
+    ctx.step("email", email_customer, folder, order["email"],
+             f"Receipt {receipt_id} for order {order_id}")
+    return {"receipt": receipt_id, "issued_at": issued_at, "order": order_id}
+'''
+
+
+def test_a_workflow_that_reads_the_clock_outside_a_step_fails_q1(tmp_path):
+    score = grade_notebook(with_code("04_determinism", "def receipt", CLOCK_IN_ORCHESTRATION, tmp_path))
+    assert statuses(score) == {"q1": "failed", "q2": "passed", "q3": "passed"}, score.report()
+    assert failing_tests(score, "q1") == [
+        "a crash at any point, then a resume: the same receipt as an uninterrupted run"]
+
+
+CATCHES_ONLY_EXCEPTION = '''
+def retry_from_top(steps, max_attempts=3):
+    executions = []
+    for attempt in range(1, max_attempts + 1):
+        results = {}
+        try:
+            for name, fn in steps:
+                executions.append((attempt, name))
+                results[name] = fn()
+        except Exception:        # wrong: a dl.Crash (a dying worker) escapes
+            continue
+        return {"status": "completed", "attempts": attempt, "executions": executions,
+                "results": results}
+    return {"status": "failed", "attempts": max_attempts, "executions": executions,
+            "results": None}
+'''
+
+
+def test_a_retry_loop_that_misses_crashes_fails_q3(tmp_path):
+    score = grade_notebook(with_code("01_naive_retry", "def retry_from_top", CATCHES_ONLY_EXCEPTION,
+                                     tmp_path))
+    assert statuses(score) == {"q1": "passed", "q2": "passed", "q3": "failed"}, score.report()
+    assert failing_tests(score, "q3") == ["a dl.Crash (the worker died) is retried too, from the top"]
+    text, _ = check_outputs(score)
+    assert "dl.Crash is a BaseException" in text
+
+
+# notebooks that misbehave are scored, not crashed on -----------------------------------------
+def notebook(tmp_path, *sources, exercise_id="01_naive_retry"):
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])
+    nb.metadata["durable_lite"] = {"exercise": exercise_id}
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    path = tmp_path / "learner.ipynb"
+    nbformat.write(nb, path)
+    return path
+
+
+SETUP = 'from durable_lite.grading import checker\ncheck = checker("01_naive_retry")'
+PREDICT = ('def predicted_refunds(step, when):\n'
+           '    order = ["lookup", "refund", "email", "close"]\n'
+           '    late = order.index(step) > 1 or (step == "refund" and when != "before_step")\n'
+           '    return 2 if late else 1')
+
+
+def test_a_cell_that_raises_does_not_stop_later_questions(tmp_path):
+    path = notebook(tmp_path, SETUP, "raise ValueError('a typo in q1')", PREDICT,
+                    'check("q2", predicted_refunds)')
+    score = grade_notebook(path, timeout=60)
+    assert score.note is None
+    assert statuses(score) == {"q1": "not checked", "q2": "passed", "q3": "not checked"}
+    assert score.question("q1")["note"] == "its check cell did not run"
+
+
+def test_a_notebook_that_loops_forever_is_stopped_and_keeps_its_earlier_scores(tmp_path):
+    path = notebook(tmp_path, SETUP, PREDICT, 'check("q2", predicted_refunds)',
+                    "while True:\n    try:\n        pass\n    except KeyboardInterrupt:\n        pass",
+                    'check("q3", None)')
+    score = grade_notebook(path, timeout=8)
+    assert "time limit" in score.note
+    assert statuses(score) == {"q1": "not checked", "q2": "passed", "q3": "not checked"}
+    assert score.seconds < 30
+
+
+def test_a_notebook_that_kills_its_kernel_is_scored(tmp_path):
+    path = notebook(tmp_path, SETUP, PREDICT, 'check("q2", predicted_refunds)',
+                    "import os\nos._exit(3)", 'check("q2", None)')
+    score = grade_notebook(path, timeout=60)
+    assert "kernel died" in score.note
+    assert statuses(score)["q2"] == "passed"
+
+
+def test_unreadable_and_unknown_notebooks_are_reported_not_raised(tmp_path):
+    broken = tmp_path / "01_naive_retry.ipynb"
+    broken.write_text("{ not json")
+    score = grade_notebook(broken)
+    assert score.passed == 0 and "could not read" in score.note
+    stranger = notebook(tmp_path, "1 + 1", exercise_id="99_unknown")
+    score = grade_notebook(stranger)
+    assert score.exercise is None and "not one of the exercises" in score.note
+
+
+def test_command_line_prints_json_for_instructors():
+    out = subprocess.run([sys.executable, "-m", "durable_lite.grading",
+                          str(ROOT / "exercises" / "01_naive_retry.ipynb"), "--json",
+                          "--timeout", "60"],
+                         capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    payload = json.loads(out.stdout)
+    (nb,) = payload["notebooks"]
+    assert nb["exercise"] == "01_naive_retry" and nb["passed"] == 0 and nb["total"] == 11
+    assert [q["status"] for q in nb["questions"]] == ["not attempted"] * 3
+
+
+# check() in this process: fast ------------------------------------------------------------
+def test_check_prints_every_test_and_never_raises(capsys):
+    check = checker("01_naive_retry")
+
+    def predicted_refunds(step, when):
+        return 1 if step == "lookup" else 2 if when != "before_step" or step != "refund" else 1
+
+    assert check("q2", predicted_refunds) is None
+    out = capsys.readouterr().out
+    assert "q2 · predict the refunds: 3/3" in out
+
+    def retry_from_top(steps, max_attempts=3):
+        raise NotImplementedError("loop over attempts")
+
+    check("q3", retry_from_top)
+    out = capsys.readouterr().out
+    assert "not attempted yet (0/4 tests)" in out and "loop over attempts" in out
+
+    def broken(folder, crash_at=None):
+        return {}["attempts"]
+
+    check("q1", broken)
+    out = capsys.readouterr().out
+    assert out.count("✗") == 4 and "KeyError" in out and "Traceback" not in out
+
+    check("q1")
+    assert "expects 1 answer" in capsys.readouterr().out
+    check("q9", broken)
+    assert "has no question 'q9'" in capsys.readouterr().out
+
+
+def test_check_appends_one_json_line_for_the_grader(tmp_path, monkeypatch, capsys):
+    results = tmp_path / "results.jsonl"
+    monkeypatch.setenv(RESULTS_ENV, str(results))
+    check = checker("04_determinism")
+    check("q3", lambda engine, run_id: None)
+    (line,) = results.read_text().splitlines()
+    record = json.loads(line)
+    assert record["exercise"] == "04_determinism" and record["question"] == "q3"
+    assert record["status"] == "not attempted" and record["passed"] == 0
+
+
+def test_a_learner_loop_that_never_ends_costs_one_test(monkeypatch, capsys):
+    from durable_lite.grading import checks
+    monkeypatch.setattr(checks, "TEST_TIME_LIMIT", 0.5)
+
+    def predicted_refunds(step, when):
+        while True:
+            pass
+
+    checker("01_naive_retry")("q2", predicted_refunds)
+    out = capsys.readouterr().out
+    assert out.count("took longer than") == 3
+
+
+# copying a learner's function into a fresh process ------------------------------------------
+CELL = """
+import os
+
+LIMIT = 3
+NAMES_SEEN = ("a", "b")
+CONNECTION = object()
+
+
+def helper(x):
+    return x * LIMIT
+
+
+def uses_helper(x):
+    return os.path.join(str(helper(x)), *NAMES_SEEN)
+
+
+def uses_memory():
+    return CONNECTION
+"""
+
+
+def notebook_namespace(source):
+    """Define functions the way a notebook cell does: in __main__, source kept in linecache."""
+    filename = "<notebook cell>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    namespace = {"__name__": "__main__"}
+    exec(compile(source, filename, "exec"), namespace)
+    return namespace
+
+
+def test_module_source_brings_imports_constants_and_helpers():
+    cell = notebook_namespace(CELL)
+    source = module_source(cell["uses_helper"])
+    assert "import os" in source and "LIMIT = 3" in source and "def helper" in source
+    fresh = {}
+    exec(compile(source, "learner_code.py", "exec"), fresh)
+    assert fresh["uses_helper"](2) == os.path.join("6", "a", "b")
+
+
+def test_module_source_refuses_what_cannot_cross_a_process_boundary():
+    cell = notebook_namespace(CELL)
+    with pytest.raises(NotPortable, match="CONNECTION"):
+        module_source(cell["uses_memory"])
