@@ -21,6 +21,8 @@ import random
 import sqlite3
 from contextlib import contextmanager
 
+from .store.sqlite import enable_wal
+
 
 class ToolError(Exception):
     """A simulated transient failure of an outside service."""
@@ -28,7 +30,7 @@ class ToolError(Exception):
 
 def _open(path, ddl):
     db = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
-    db.execute("PRAGMA journal_mode = WAL")
+    enable_wal(db)              # several processes may open a new world at the same moment
     db.execute("PRAGMA synchronous = NORMAL")
     db.executescript(ddl)
     return db

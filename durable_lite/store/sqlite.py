@@ -10,6 +10,7 @@
 
 import os
 import sqlite3
+import time
 from typing import Optional
 
 from ..errors import LeaseLostError, StoreFileError, UnknownRunError
@@ -42,7 +43,7 @@ class SQLiteStore(Store):
         self._db = sqlite3.connect(self.path, timeout=timeout, isolation_level=None,
                                    check_same_thread=False)
         self._db.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
-        self._db.execute("PRAGMA journal_mode = WAL")
+        enable_wal(self._db)
         self._db.execute(f"PRAGMA synchronous = {_SYNC[durability]}")
         self._migrate()
 
@@ -254,3 +255,19 @@ def _read_only_uri(path):
     escaped = path.replace("%", "%25").replace("?", "%3f").replace("#", "%23")
     flags = "mode=ro" if os.path.exists(path + "-wal") else "immutable=1"
     return f"file:{escaped}?{flags}"
+
+
+def enable_wal(db, attempts: int = 200):
+    """Put the connection's file in WAL mode (a no-op if it already is).
+
+    On a brand-new file the switch needs exclusive access for a moment, and SQLite answers
+    "database is locked" at once, without waiting for busy_timeout, if another process is
+    switching the same file. So wait a little and try again.
+    """
+    for attempt in range(attempts):
+        try:
+            return db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or attempt == attempts - 1:
+                raise
+            time.sleep(0.005)

@@ -1,0 +1,41 @@
+"""`import durable_lite` stays light: no widgets, plotting, dataframes or process tools
+until a lesson asks for them. (How long it takes is reported by the benchmark.)"""
+
+import json
+import subprocess
+import sys
+
+HEAVY = ("ipywidgets", "matplotlib", "pandas", "numpy", "IPython", "subprocess",
+         "multiprocessing", "asyncio", "concurrent", "hypothesis", "yaml")
+
+PROBE = """
+import json, sys
+before = set(sys.modules)
+import durable_lite as dl
+engine = dl.Engine(dl.MemoryStore())        # using the core loads nothing heavy either
+
+@dl.workflow("probe")
+def probe(ctx):
+    return ctx.step("x", lambda: 1)
+
+engine.start(probe, run_id="p")
+print(json.dumps(sorted(set(sys.modules) - before)))
+"""
+
+
+def test_importing_and_using_the_core_loads_no_heavy_modules():
+    out = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, check=True)
+    loaded = json.loads(out.stdout)
+    heavy = [m for m in loaded if m.split(".")[0] in HEAVY]
+    assert heavy == [], heavy
+    assert "durable_lite.lab" not in loaded and "durable_lite.sim" not in loaded
+
+
+def test_the_lazy_submodules_load_on_first_use():
+    probe = ("import sys, durable_lite as dl\n"
+             "assert 'durable_lite.sim' not in sys.modules\n"
+             "dl.sim.World\n"
+             "assert 'durable_lite.sim' in sys.modules\n"
+             "assert 'subprocess' not in sys.modules\n"
+             "dl.faults.CrashAt('x')\n")
+    subprocess.run([sys.executable, "-c", probe], check=True)

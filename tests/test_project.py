@@ -1,0 +1,76 @@
+"""The project's set-up files agree with each other: the conda environment mirrors
+pyproject's dependencies, CI runs the README's test command, and the README shows the two
+commands a learner needs."""
+
+import os
+import re
+import tomllib
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def read(*parts):
+    with open(os.path.join(ROOT, *parts), encoding="utf-8") as f:
+        return f.read()
+
+
+def requirement(text):
+    """'pandas>=2' -> ('pandas', '>=2'); names compared the way pip compares them."""
+    match = re.fullmatch(r"\s*([A-Za-z0-9_.\-\[\]]+)\s*(.*?)\s*", text)
+    name, spec = match.groups()
+    return re.sub(r"[-_.]+", "-", name).lower(), spec.replace(" ", "")
+
+
+def environment_yml():
+    """(conda dependencies, pip dependencies) of the simple environment.yml we keep."""
+    conda, pip, section = [], [], None
+    for line in read("environment.yml").splitlines():
+        stripped = line.split("#", 1)[0].rstrip()
+        if not stripped:
+            continue
+        if not line.startswith(" "):
+            section = stripped.rstrip(":")
+            continue
+        if section != "dependencies":
+            continue
+        item = stripped.strip()
+        if item == "- pip:":
+            continue                                      # its items are indented deeper
+        if item.startswith("- "):
+            indent = len(line) - len(line.lstrip())
+            (pip if indent > 4 else conda).append(item[2:].strip())
+    return conda, pip
+
+
+def pyproject():
+    return tomllib.loads(read("pyproject.toml"))
+
+
+def test_environment_yml_mirrors_pyprojects_dependencies():
+    project = pyproject()["project"]
+    extras = project["optional-dependencies"]
+    wanted = {requirement(r) for r in project["dependencies"] + extras["lab"] + extras["test"]
+              if not requirement(r)[0].startswith(requirement(project["name"])[0])}
+    conda, pip = environment_yml()
+    have = {requirement(r) for r in conda} - {("python", requirement(conda[0])[1]), ("pip", "")}
+    assert have == wanted
+    assert requirement(conda[0]) == ("python", project["requires-python"])
+    assert "-e ." in pip                                  # the package itself, editable
+
+
+def test_ci_runs_the_readmes_test_command():
+    ci = read(".ci", "run")
+    assert re.search(r"^make test$", ci, re.M)
+    assert os.access(os.path.join(ROOT, ".ci", "run"), os.X_OK)
+
+
+def test_the_readme_shows_the_two_commands_and_the_makefile_has_them():
+    readme = read("README.md")
+    assert re.search(r"^make lab\b", readme, re.M) and re.search(r"^make test\b", readme, re.M)
+    makefile = read("Makefile")
+    assert re.search(r"^lab:", makefile, re.M) and re.search(r"^test:", makefile, re.M)
+    assert "pip install" in makefile and "[test]" in makefile
+
+
+def test_the_core_package_has_no_dependencies():
+    assert pyproject()["project"]["dependencies"] == []
