@@ -248,7 +248,8 @@ def test_unreadable_and_unknown_notebooks_are_reported_not_raised(tmp_path):
     broken = tmp_path / "01_naive_retry.ipynb"
     broken.write_text("{ not json")
     score = grade_notebook(broken)
-    assert score.passed == 0 and "could not read" in score.note
+    assert "could not read" in score.note
+    assert score.passed == 0 and score.total == 11 and statuses(score)["q1"] == "not checked"
     stranger = notebook(tmp_path, "1 + 1", exercise_id="99_unknown")
     score = grade_notebook(stranger)
     assert score.exercise is None and "not one of the exercises" in score.note

@@ -22,7 +22,7 @@ import tempfile
 import threading
 import traceback
 from dataclasses import asdict, dataclass, field
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List
 
 RESULTS_ENV = "DURABLE_LITE_GRADING_RESULTS"
 TEST_TIME_LIMIT = 60.0            # seconds per test, so one infinite loop costs one test

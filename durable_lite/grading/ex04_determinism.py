@@ -144,8 +144,9 @@ def _(triage):
 
 @q2.test("a crash at any point (outside the model step's own window), then a resume: the same "
          "result as an uninterrupted run",
-         hint="use ctx.random() instead of random.random(): the check seeds the engine, and the "
-              "recorded draw is replayed")
+         hint="everything the result holds must come from recorded values: the model's answer "
+              "from its step, the coin flip from ctx.random() (the check seeds the engine), "
+              "never random.random()")
 def _(triage):
     expected, _, _ = _triage(triage)
     for crash in _crashes(triage):

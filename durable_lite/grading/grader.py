@@ -14,6 +14,7 @@ whose check cell never ran scores 0 with a note saying so.
 """
 
 import json
+import logging
 import math
 import os
 import tempfile
@@ -96,8 +97,11 @@ def grade_notebook(path, timeout: float = DEFAULT_TIMEOUT, kernel_name: str = "p
     score = NotebookScore(str(path), None)
     try:
         nb = nbformat.read(path, as_version=4)
-    except Exception as exc:  # missing file, not JSON, not a notebook
+    except Exception as exc:  # missing file, not JSON, not a notebook: every question scores 0
         score.note = f"could not read the notebook: {type(exc).__name__}: {exc}"
+        score.exercise = exercise_id_of({}, path)
+        if score.exercise:
+            score.questions = _score(score.exercise, {}, score.note)
         score.seconds = time.monotonic() - started
         return score
     score.exercise = exercise_id_of(nb, path)
@@ -127,8 +131,11 @@ def _execute(nb, folder: Path, results: str, timeout: float, kernel_name: str,
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
     deadline = time.monotonic() + timeout
+    quiet = logging.getLogger("durable_lite.grading.kernel")   # timeouts are reported in the note
+    quiet.addHandler(logging.NullHandler())
+    quiet.propagate = False
     client = NotebookClient(
-        nb, kernel_name=kernel_name, allow_errors=True, record_timing=False,
+        nb, kernel_name=kernel_name, allow_errors=True, record_timing=False, log=quiet,
         interrupt_on_timeout=True, shutdown_kernel="immediate",
         startup_timeout=int(max(10, min(60, timeout))),
         error_on_timeout={"ename": "TimeoutError", "evalue": "the notebook's time limit ran out",
@@ -211,7 +218,7 @@ def _score(exercise_id: str, results: dict, note: Optional[str]) -> List[dict]:
 
 def grade(paths, timeout: float = DEFAULT_TIMEOUT, as_json: bool = False, out=None) -> int:
     """Grade notebooks one after another and print the scores. Returns an exit status:
-    0 when every notebook could be read and scored, 1 when one could not."""
+    0 when every notebook could be read and run (whatever it scored), 1 when one could not."""
     import sys
     out = out or sys.stdout
     scores = [grade_notebook(p, timeout=timeout) for p in paths]
@@ -225,4 +232,4 @@ def grade(paths, timeout: float = DEFAULT_TIMEOUT, as_json: bool = False, out=No
         if len(scores) > 1:
             print(f"all notebooks: {sum(s.passed for s in scores)}/{sum(s.total for s in scores)} "
                   "tests passed", file=out)
-    return 0 if all(s.exercise for s in scores) else 1
+    return 0 if all(s.exercise and s.notebook is not None for s in scores) else 1
