@@ -113,7 +113,7 @@ def grade_notebook(path, timeout: float = DEFAULT_TIMEOUT, kernel_name: str = "p
     with tempfile.TemporaryDirectory(prefix="durable-lite-grade-") as tmp:
         results = os.path.join(tmp, "results.jsonl")
         score.note = _execute(nb, path.resolve().parent, results, timeout, kernel_name,
-                              os.path.join(tmp, "kernel.log"))
+                              os.path.join(tmp, "kernel.log"), scratch=tmp)
         score.questions = _score(score.exercise, _read_results(results, score.exercise), score.note)
     score.notebook = nb
     score.seconds = time.monotonic() - started
@@ -121,11 +121,12 @@ def grade_notebook(path, timeout: float = DEFAULT_TIMEOUT, kernel_name: str = "p
 
 
 def _execute(nb, folder: Path, results: str, timeout: float, kernel_name: str,
-             kernel_log: str) -> Optional[str]:
+             kernel_log: str, scratch: str) -> Optional[str]:
     """Run every cell; return a note if the run stopped early, else None.
 
     The kernel's own stderr goes to `kernel_log` (its start-up chatter is noise here); when
-    the kernel dies, the log's last line says why.
+    the kernel dies, the log's last line says why. Its temporary files go to `scratch`, which
+    is removed afterwards: a kernel that is shut down at once leaves nothing behind.
     """
     from nbclient import NotebookClient
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
@@ -141,7 +142,7 @@ def _execute(nb, folder: Path, results: str, timeout: float, kernel_name: str,
         error_on_timeout={"ename": "TimeoutError", "evalue": "the notebook's time limit ran out",
                           "traceback": []},
         resources={"metadata": {"path": str(folder)}})
-    env = dict(os.environ, **{RESULTS_ENV: results})
+    env = dict(os.environ, **{RESULTS_ENV: results, "TMPDIR": scratch})
     index = None
     try:
         with open(kernel_log, "wb") as log, client.setup_kernel(env=env, stderr=log):
