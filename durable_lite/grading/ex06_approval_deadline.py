@@ -1,0 +1,187 @@
+"""Exercise 06: wait for an editor's approval with a deadline, escalate, then fall back.
+
+Every test drives the learner's workflow the way production would: each action (start,
+a decision, a scheduler tick) uses a fresh Engine on the same SQLite file — as a new
+process would — and time moves only when the test moves its FakeClock. The test sends a
+decision with `engine.signal`, or withholds it and lets the deadline pass, then calls
+`engine.recover()` and counts the mail in the simulated world.
+"""
+
+import os
+
+from .. import examples
+from ..clock import FakeClock, SequentialIds
+from ..engine import Engine
+from ..store import SQLiteStore
+from .checks import Exercise, Fail, NotAttempted
+from .harness import START, needs_workflow, scratch
+
+EXERCISE = Exercise("06_approval_deadline", "A deadline and an escalation path",
+                    lesson="notebooks/06_waiting_for_a_human.ipynb")
+
+HOUR, DAY = 3600, 24 * 3600
+EDITOR, MANAGER = "editor@example.com", "manager@example.com"
+AUTHOR, READERS = "author@example.com", "readers@example.com"
+POST = "P-7"
+RUN_ID = f"post-{POST}"
+
+q1 = EXERCISE.question("q1", "publish_post", answers=["publish_post"])
+
+
+class Desk:
+    """One post's run, driven through time by fresh engines on one store."""
+
+    def __init__(self, folder, workflow):
+        needs_workflow(workflow, "publish_post")
+        self.folder, self.workflow = folder, workflow
+        self.world_folder = os.path.join(folder, "world")
+        self.clock = FakeClock(START)
+        self.ticks = 0
+
+    def engine(self):
+        self.ticks += 1        # every action is a new process: nothing survives in memory
+        return Engine(SQLiteStore(os.path.join(self.folder, "runs.db")), self.clock,
+                      ids=SequentialIds("id"), seed=0, worker=f"process-{self.ticks}")
+
+    def start(self):
+        run = self.engine().start(self.workflow, self.world_folder, POST, run_id=RUN_ID)
+        if run.error and "NotImplementedError" in run.error:
+            raise NotAttempted("publish_post still raises NotImplementedError")
+        if run.status == "failed":
+            raise Fail(f"publish_post failed as soon as it started: {run.error}")
+        return run
+
+    def later(self, seconds):
+        """Move the clock, then do what a scheduler does: recover() what is due."""
+        self.clock.advance(seconds)
+        engine = self.engine()
+        engine.recover()
+        return engine.get(RUN_ID)
+
+    def decide(self, approved, by):
+        engine = self.engine()
+        before = engine.get(RUN_ID)
+        if before.status != "waiting":
+            raise Fail(f"{by}'s decision could not be delivered: the run had already ended "
+                       f"({before.status}, {before.result!r}) instead of waiting for it")
+        engine.signal(RUN_ID, "approval", {"approved": approved, "by": by})
+        engine.recover()
+        return engine.get(RUN_ID)
+
+    def mail(self):
+        mailer = examples.world_at(self.world_folder).mailer
+        return {"editor": mailer.count(EDITOR), "manager": mailer.count(MANAGER),
+                "author": mailer.count(AUTHOR), "published": mailer.count(READERS)}
+
+
+def _expect(run, result, when):
+    if run.status != "completed":
+        extra = f" (waiting for {run.waiting_for!r})" if run.status == "waiting" else \
+            (f": {run.error}" if run.error else "")
+        raise Fail(f"{when}, the run is {run.status}{extra}; expected it to complete with {result!r}")
+    if run.result != result:
+        raise Fail(f"{when}, the run returned {run.result!r}; expected {result!r}")
+
+
+def _mail(desk, want, when):
+    got = desk.mail()
+    if got != want:
+        raise Fail(f"{when}, the mail sent was {got}; expected {want}")
+
+
+def _waiting(run, when, deadline):
+    if run.status != "waiting" or run.waiting_for != "approval":
+        detail = f"{run.status}" + (f" with {run.result!r}" if run.result is not None else "") + \
+            (f": {run.error}" if run.error else "")
+        raise Fail(f"{when}, the run is {detail}; expected it to be waiting for 'approval'")
+    if run.wake_at != deadline:
+        hours = (run.wake_at - START) / HOUR
+        raise Fail(f"{when}, the run waits until {hours:g} h after it started; expected "
+                   f"{(deadline - START) / HOUR:g} h",
+                   "ctx.wait_for_signal(\"approval\", timeout=1 * DAY) for each wait")
+
+
+@q1.test("start() returns at once: the editor is asked, the run waits for 'approval' for one day",
+         hint="ask the editor in a step, then ctx.wait_for_signal(\"approval\", timeout=1 * DAY)")
+def _(publish_post):
+    with scratch("ex06") as folder:
+        desk = Desk(folder, publish_post)
+        run = desk.start()
+        _waiting(run, "right after start()", START + DAY)
+        _mail(desk, {"editor": 1, "manager": 0, "author": 0, "published": 0}, "right after start()")
+
+
+@q1.test("the editor approves within the day: the post is published once, by the editor",
+         hint='an approval {"approved": True, "by": ...} publishes and returns '
+              '{"post": post_id, "outcome": "published", "by": decision["by"]}')
+def _(publish_post):
+    with scratch("ex06") as folder:
+        desk = Desk(folder, publish_post)
+        desk.start()
+        desk.clock.advance(5 * HOUR)
+        run = desk.decide(True, "eddie")
+        _expect(run, {"post": POST, "outcome": "published", "by": "eddie"},
+                "after the editor approved 5 hours in")
+        _mail(desk, {"editor": 1, "manager": 0, "author": 0, "published": 1},
+              "after the editor approved")
+
+
+@q1.test("the editor rejects: nothing is published and the author is told",
+         hint='a rejection tells the author and returns {"post": ..., "outcome": "rejected", "by": ...}')
+def _(publish_post):
+    with scratch("ex06") as folder:
+        desk = Desk(folder, publish_post)
+        desk.start()
+        desk.clock.advance(2 * HOUR)
+        run = desk.decide(False, "eddie")
+        _expect(run, {"post": POST, "outcome": "rejected", "by": "eddie"}, "after the editor rejected")
+        _mail(desk, {"editor": 1, "manager": 0, "author": 1, "published": 0},
+              "after the editor rejected")
+
+
+@q1.test("no answer for a day: the manager is asked and the run waits one more day "
+         "(and not a second before the deadline)",
+         hint="wait_for_signal returns None when its deadline passes: then notify the manager "
+              "in a step and wait for 'approval' again, for one more day")
+def _(publish_post):
+    with scratch("ex06") as folder:
+        desk = Desk(folder, publish_post)
+        desk.start()
+        run = desk.later(DAY - 1)
+        _waiting(run, "one second before the deadline", START + DAY)
+        _mail(desk, {"editor": 1, "manager": 0, "author": 0, "published": 0},
+              "one second before the deadline")
+        run = desk.later(1)
+        _waiting(run, "when the editor's day ran out", START + 2 * DAY)
+        _mail(desk, {"editor": 1, "manager": 1, "author": 0, "published": 0},
+              "when the editor's day ran out")
+
+
+@q1.test("after the escalation the manager's answer counts: approved, the post is published by the manager",
+         hint="the second wait's decision is handled like the first one")
+def _(publish_post):
+    with scratch("ex06") as folder:
+        desk = Desk(folder, publish_post)
+        desk.start()
+        desk.later(DAY)
+        desk.clock.advance(3 * HOUR)
+        run = desk.decide(True, "mona")
+        _expect(run, {"post": POST, "outcome": "published", "by": "mona"},
+                "after the manager approved on the second day")
+        _mail(desk, {"editor": 1, "manager": 1, "author": 0, "published": 1},
+              "after the manager approved")
+
+
+@q1.test("nobody answers for two days: a safe default — nothing published, the author told, "
+         "outcome 'expired'",
+         hint='when the second wait also returns None, tell the author and return '
+              '{"post": post_id, "outcome": "expired"}')
+def _(publish_post):
+    with scratch("ex06") as folder:
+        desk = Desk(folder, publish_post)
+        desk.start()
+        desk.later(DAY)
+        run = desk.later(DAY)
+        _expect(run, {"post": POST, "outcome": "expired"}, "after two days without an answer")
+        _mail(desk, {"editor": 1, "manager": 1, "author": 1, "published": 0},
+              "after two days without an answer")

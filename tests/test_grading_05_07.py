@@ -1,0 +1,245 @@
+"""Exercises 05-07 can be failed: their solutions score full marks, the untouched exercises
+score zero without crashing, and known-wrong answers fail the question they should.
+
+The notebook-level tests grade real notebooks with the grader (one kernel each); the
+in-process tests at the end call the checks directly with more wrong answers.
+"""
+
+from pathlib import Path
+
+import nbformat
+import pytest
+
+import durable_lite as dl
+from durable_lite.examples import world_at
+from durable_lite.grading import checks, exercise
+from durable_lite.grading.generate import render
+from durable_lite.grading.grader import grade_notebook
+
+ROOT = Path(__file__).resolve().parent.parent
+NAMES = ["05_choose_k", "06_approval_deadline", "07_budgets"]
+DAY = 24 * 3600
+
+
+def statuses(score):
+    return {q["question"]: q["status"] for q in score.questions}
+
+
+def failing(score, qid):
+    return [t["name"] for t in score.question(qid)["tests"] if t["status"] != "passed"]
+
+
+def with_code(name, marker, new_source, tmp_path):
+    """A copy of solution `name` whose one cell containing `marker` holds `new_source`."""
+    nb = nbformat.read(ROOT / "solutions" / f"{name}.ipynb", as_version=4)
+    cells = [c for c in nb.cells if c.cell_type == "code" and marker in c.source]
+    assert len(cells) == 1, f"{marker!r} should be in exactly one cell of {name}"
+    cells[0].source = new_source
+    path = tmp_path / f"{name}.ipynb"
+    nbformat.write(nb, path)
+    return path
+
+
+# solutions, untouched exercises, generated files --------------------------------------------
+@pytest.mark.parametrize("name", NAMES)
+def test_the_exercise_is_generated_from_its_solution(name):
+    text = (ROOT / "exercises" / f"{name}.ipynb").read_text(encoding="utf-8")
+    assert text == render(ROOT / "solutions" / f"{name}.ipynb")
+    assert "BEGIN SOLUTION" not in text and "Instructor" not in text
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_solution_scores_full_marks(name):
+    score = grade_notebook(ROOT / "solutions" / f"{name}.ipynb", timeout=120)
+    assert score.note is None, score.note
+    assert score.total == sum(len(q.tests) for q in exercise(name).questions.values())
+    assert score.passed == score.total, score.report()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_untouched_exercise_scores_zero_without_crashing(name):
+    score = grade_notebook(ROOT / "exercises" / f"{name}.ipynb", timeout=120)
+    assert score.note is None, score.note
+    assert score.passed == 0 and score.total > 0, score.report()
+    assert set(statuses(score).values()) == {"not attempted"}, score.report()
+    for q in score.questions:
+        assert q["tests"] and all(t["message"] for t in q["tests"]), q
+
+
+# known-wrong answers, graded as notebooks ---------------------------------------------------
+ONE_TOO_SMALL = '''
+def smallest_k(p, n, target):
+    k = 1
+    while (1 - (1 - p) ** k) ** n < target:
+        k += 1
+    return max(1, k - 1)          # wrong: one attempt short of the target
+'''
+
+
+def test_a_k_one_too_small_fails_q1_only(tmp_path):
+    score = grade_notebook(with_code("05_choose_k", "def smallest_k", ONE_TOO_SMALL, tmp_path))
+    assert statuses(score) == {"q1": "failed", "q2": "passed"}, score.report()
+    assert failing(score, "q1") == ["the k it returns reaches the target: (1 - (1-p)**k)**n >= target"]
+    message = score.question("q1")["tests"][0]["message"]
+    assert "smallest_k(0.95, 6, 0.99) = 2" in message and "98.5" in message
+
+
+NO_DEADLINE = '''
+@dl.workflow("ex06-publish-post", version=1)
+def publish_post(ctx, folder, post_id):
+    draft = ctx.step("draft", write_draft, folder, post_id)
+    ctx.step("ask-editor", notify, folder, EDITOR, f"Please review {post_id}")
+    decision = ctx.wait_for_signal("approval", timeout=3650 * DAY)   # wrong: "no deadline"
+    if decision["approved"]:
+        ctx.step("publish", publish, folder, post_id, draft["text"])
+        return {"post": post_id, "outcome": "published", "by": decision["by"]}
+    ctx.step("tell-author", notify, folder, AUTHOR, f"{post_id} was rejected")
+    return {"post": post_id, "outcome": "rejected", "by": decision["by"]}
+'''
+
+
+def test_a_wait_without_a_real_deadline_or_escalation_fails_the_deadline_tests(tmp_path):
+    score = grade_notebook(with_code("06_approval_deadline", "def publish_post", NO_DEADLINE, tmp_path))
+    assert statuses(score) == {"q1": "failed"}, score.report()
+    assert failing(score, "q1") == [
+        "start() returns at once: the editor is asked, the run waits for 'approval' for one day",
+        "no answer for a day: the manager is asked and the run waits one more day "
+        "(and not a second before the deadline)",
+        "after the escalation the manager's answer counts: approved, the post is published by "
+        "the manager",
+        "nobody answers for two days: a safe default — nothing published, the author told, "
+        "outcome 'expired'"]
+    assert score.passed == 2        # approve and reject within the day still work
+
+
+ATTEMPT_LOCAL = '''
+def start_agent(engine, agent, folder, run_id):
+    global worker_limit
+    worker_limit = StepLimit(MAX_STEPS)        # wrong: restarts at zero in every worker
+    return engine.start(agent, folder, GOAL, run_id=run_id)
+'''
+
+
+def test_an_attempt_local_budget_fails_q2_only(tmp_path):
+    score = grade_notebook(with_code("07_budgets", "def start_agent(", ATTEMPT_LOCAL, tmp_path))
+    assert statuses(score) == {"q1": "passed", "q2": "failed"}, score.report()
+    assert len(failing(score, "q2")) == 3
+    messages = [t["message"] for t in score.question("q2")["tests"]]
+    assert any("1000 model calls across" in m and "limit of 200" in m for m in messages), messages
+
+
+# more wrong answers, checked in this process (fast) ---------------------------------------
+def run(exercise_id, qid, *answers):
+    return checks.run_question(exercise(exercise_id), qid, answers)
+
+
+def names_failing(result):
+    return [t.name for t in result.tests if t.status != checks.PASSED]
+
+
+def test_05_the_restart_formula_gives_a_k_that_is_too_big():
+    def restart_k(p, n, target):
+        k = 1
+        while 1 - (1 - p ** n) ** k < target:
+            k += 1
+        return k
+
+    result = run("05_choose_k", "q1", restart_k)
+    assert names_failing(result) == [
+        "and it is the smallest: with one attempt fewer the run misses the target"]
+
+
+def test_05_a_float_or_a_zero_is_not_a_number_of_attempts():
+    assert run("05_choose_k", "q1", lambda p, n, t: 3.0).passed == 0
+    assert run("05_choose_k", "q1", lambda p, n, t: 0).passed == 0
+
+
+def flaky_tool(folder, name):
+    return world_at(folder).tools.call(name)
+
+
+@dl.workflow("test-ex05-no-retry", version=1)
+def plan_without_retry(ctx, folder, n, k):
+    for i in range(1, n + 1):
+        ctx.step(f"task-{i}", flaky_tool, folder, f"task-{i}")        # wrong: k is ignored
+    return {"tasks": n}
+
+
+@dl.workflow("test-ex05-restart", version=1)
+def plan_that_restarts(ctx, folder, n, k):
+    # wrong: k attempts of the whole plan, each a fresh set of steps
+    for attempt in range(1, k + 1):
+        try:
+            for i in range(1, n + 1):
+                ctx.step(f"task-{i}", flaky_tool, folder, f"task-{i}")
+            return {"tasks": n}
+        except dl.StepFailed:
+            continue
+    raise RuntimeError("gave up")
+
+
+def test_05_a_plan_without_per_step_retry_fails_q2():
+    result = run("05_choose_k", "q2", plan_without_retry)
+    assert result.status == checks.FAILED
+    assert names_failing(result) == [
+        "each step gets up to k attempts of its own, and a failure does not re-run earlier steps",
+        "simulated: 400 runs at p=0.9, n=10 finish as often as the formula says, at the "
+        "formula's cost in tool calls"]
+
+
+def test_05_a_plan_that_restarts_from_the_top_fails_q2():
+    result = run("05_choose_k", "q2", plan_that_restarts)
+    assert result.status == checks.FAILED
+    assert "each step gets up to k attempts of its own, and a failure does not re-run earlier steps" \
+        in names_failing(result)
+
+
+def notify(folder, to, subject):
+    return world_at(folder).mailer.send(to, subject)
+
+
+@dl.workflow("test-ex06-no-escalation", version=1)
+def publish_without_escalation(ctx, folder, post_id):
+    ctx.step("ask-editor", notify, folder, "editor@example.com", f"Please review {post_id}")
+    decision = ctx.wait_for_signal("approval", timeout=1 * DAY)
+    if decision is None:        # wrong: gives up at once, nobody else is asked
+        ctx.step("tell-author", notify, folder, "author@example.com", "expired")
+        return {"post": post_id, "outcome": "expired"}
+    if decision["approved"]:
+        ctx.step("publish", notify, folder, "readers@example.com", post_id)
+        return {"post": post_id, "outcome": "published", "by": decision["by"]}
+    ctx.step("tell-author", notify, folder, "author@example.com", "rejected")
+    return {"post": post_id, "outcome": "rejected", "by": decision["by"]}
+
+
+def test_06_a_deadline_without_escalation_fails_the_escalation_tests():
+    result = run("06_approval_deadline", "q1", publish_without_escalation)
+    assert [t.name.split(":")[0] for t in result.tests if t.status != checks.PASSED] == [
+        "no answer for a day", "after the escalation the manager's answer counts",
+        "nobody answers for two days"]
+
+
+def think(folder, goal, turn):
+    return world_at(folder).llm.complete(f"{goal} (turn {turn})")
+
+
+@dl.workflow("test-ex07-no-cost", version=1)
+def agent_without_cost(ctx, folder, goal, max_turns=1000):
+    for turn in range(max_turns):
+        ctx.step("think", think, folder, goal, turn)                  # wrong: no cost
+    return {"turns": max_turns}
+
+
+def test_07_an_agent_that_records_no_cost_fails_q1():
+    result = run("07_budgets", "q1", agent_without_cost)
+    assert result.passed == 0 and result.status == checks.FAILED
+    assert "recorded cost is 0.0" in result.tests[0].message
+
+
+def test_07_a_budget_one_step_too_generous_fails_q2():
+    def off_by_one(engine, agent, folder, run_id):
+        return engine.start(agent, folder, "goal", run_id=run_id, budget=dl.Budget(max_steps=201))
+
+    result = run("07_budgets", "q2", off_by_one)
+    assert result.passed == 0
+    assert "made 201 model calls" in result.tests[0].message
