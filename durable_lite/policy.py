@@ -5,7 +5,7 @@ These are plain data. The engine applies them; the store persists what must surv
 """
 
 import random as _random
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Callable, Optional, Tuple, Type, Union
 
 
