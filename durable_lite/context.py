@@ -29,7 +29,6 @@ with NonDeterminismError.
 
 import json
 import threading
-from contextlib import contextmanager
 
 from . import jsonvalue
 from .errors import LeaseLostError, NonDeterminismError, StepResultNotJSON, StepTimeout
@@ -112,12 +111,15 @@ class Context:
         if not isinstance(spec.name, str) or not spec.name:
             raise TypeError(f"run {self.run_id!r}: a step name must be a non-empty string, "
                             f"not {spec.name!r}")
-        with self._fatal_guard():
+        try:
             position, occurrence = self._claim(STEP, spec.name)
             recorded = self._replay(position, STEP, spec.name, occurrence)
             if recorded is not _MISSING:
                 return recorded
             return self._execute_step(spec, position, occurrence, fn, args, kwargs)
+        except _FATAL as exc:
+            self.fatal = exc
+            raise
 
     def _execute_step(self, spec, position, occurrence, fn, args, kwargs):
         label = _label(spec.name, occurrence)
@@ -183,7 +185,7 @@ class Context:
 
     def _value(self, name, produce):
         self._check_usable()
-        with self._fatal_guard():
+        try:
             position, occurrence = self._claim(VALUE, name)
             recorded = self._replay(position, VALUE, name, occurrence)
             if recorded is not _MISSING:
@@ -192,6 +194,9 @@ class Context:
             now = self._engine.clock()
             self._commit(Entry(position, VALUE, name, occurrence, text, 1, now, now, self._engine.worker))
             return value
+        except _FATAL as exc:
+            self.fatal = exc
+            raise
 
     def _timer(self, name, seconds):
         """A wake-up time fixed the first time this point is reached, so resumes never move it."""
@@ -216,8 +221,11 @@ class Context:
         if timeout is None or timeout <= 0:
             raise ValueError(f"run {self.run_id!r}: wait_for_signal({name!r}) needs a positive "
                              "timeout; a wait with no deadline can hang a run forever")
-        with self._fatal_guard():
+        try:
             return self._wait(name, timeout)
+        except _FATAL as exc:
+            self.fatal = exc
+            raise
 
     def _wait(self, name, timeout):
         deadline = self._timer(name, timeout)
@@ -244,8 +252,11 @@ class Context:
     def sleep(self, seconds: float, name: str = "sleep"):
         """Durable sleep: park the run until `seconds` from the first time this is reached."""
         self._check_usable()
-        with self._fatal_guard():
+        try:
             self._sleep(name, seconds)
+        except _FATAL as exc:
+            self.fatal = exc
+            raise
 
     def _sleep(self, name, seconds):
         wake_at = self._timer(name, seconds)
@@ -292,15 +303,7 @@ class Context:
             raise StepFailed(self.run_id, entry.label, recorded["attempts"], recorded["error"])
         return jsonvalue.decode(entry.result_json)
 
-    # fatal errors -----------------------------------------------------------------------
-    @contextmanager
-    def _fatal_guard(self):
-        try:
-            yield
-        except _FATAL as exc:
-            self.fatal = exc
-            raise
-
+    # fatal errors (each public method above remembers one in self.fatal) ----------------
     def _check_usable(self):
         """Refuse to go on after a fatal error, even if the workflow caught it."""
         if self.fatal is not None:

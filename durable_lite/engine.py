@@ -35,7 +35,8 @@ class Engine:
     lease_seconds: how long a worker's claim on a run lasts without renewal (see lease.py;
             a background heartbeat renews it while a step runs, on a real clock).
     crash_at: a faults.CrashAt (or a list) to inject a crash; each fires once.
-    worker: this engine's name in leases and history (default "host:pid:random").
+    worker: this engine's name in leases and history (default "host:pid:random"). Two
+            engines must never share a name: a lease "already ours" is renewed, not refused.
     """
 
     def __init__(self, store, clock=None, *, ids=None, seed=None, sleep=None,
