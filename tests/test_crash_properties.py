@@ -106,7 +106,7 @@ def crash_plans(draw, workflow):
     return crashes
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), workflow=st.sampled_from(sorted(STARTS)))
 def test_crashing_anywhere_and_resuming_matches_a_run_that_never_crashed(data, workflow):
     crashes = data.draw(crash_plans(workflow))

@@ -44,6 +44,29 @@ def test_a_run_that_crashes_every_50_steps_stops_at_200_steps_in_total(engine, f
     assert fresh().recover() == []
 
 
+@pytest.mark.crash
+def test_the_same_with_real_kills_each_resume_in_a_fresh_process(engine, clock, store_path, folder):
+    import core_workflows
+    from core_support import python_path
+
+    with pytest.raises(dl.Crash):          # create the run with its budget, before any work
+        dl.Engine(engine.store, clock, crash_at=dl.faults.CrashAt("work", "before_step")).start(
+            core_workflows.budget_loop, folder, TOTAL, run_id="killed-loop",
+            budget=dl.Budget(max_steps=LIMIT))
+    outcomes = []
+    for n in range(CRASH_EVERY, LIMIT + 1, CRASH_EVERY):
+        outcomes.append(dl.faults.run_in_child(
+            store_path, "core_workflows", "core-budget-kill", run_id="killed-loop", resume=True,
+            crash_at=dl.faults.CrashAt("work", "after_checkpoint", occurrence=n),
+            python_path=python_path()))
+    assert all(o.killed for o in outcomes)               # killed at 50, 100, 150, 200
+    last = dl.faults.run_in_child(store_path, "core_workflows", "core-budget-kill",
+                                  run_id="killed-loop", resume=True, python_path=python_path())
+    assert last.run["status"] == "halted"
+    assert dl.sim.World(folder).tools.calls("work") == LIMIT
+    assert engine.get("killed-loop").steps == LIMIT
+
+
 def test_the_bug_a_budget_counter_that_lives_in_the_attempt_never_stops_the_loop():
     """The same loop written naively: progress survives crashes (say, a cursor in a
     database), but the step counter is a local variable, reset by every crash."""
