@@ -24,7 +24,7 @@ from ..clock import FakeClock, SequentialIds
 from ..engine import Engine
 from ..naive import NaiveRunner
 from ..policy import Retry, Step
-from ..sim import World, _Ledger
+from ..sim import World
 from ..store import MemoryStore
 from ..workflow import workflow
 
@@ -150,7 +150,7 @@ def simulate(strategy: str, p: float, n: int, k: int, runs: int = 200, seed: int
                 finished = _run_restart(folder, n, k, runs, seed)
             executions = world.tools.calls()
         finally:
-            _close(_worlds.pop(folder))
+            _worlds.pop(folder).close()      # release the ledger files before the folder goes
     return Tally(strategy, p, n, k, runs, finished, executions)
 
 
@@ -162,13 +162,6 @@ def _run_durable(folder, n, k, runs, seed) -> int:
 def _run_restart(folder, n, k, runs, seed) -> int:
     runner = NaiveRunner(max_attempts=k, clock=FakeClock(), ids=SequentialIds("run"), seed=seed)
     return sum(runner.run(flaky_plan, folder, n, k).status == "completed" for _ in range(runs))
-
-
-def _close(world):
-    # each service's own connection (TicketDesk.close means "close a ticket", not the file)
-    for service in (world.payments, world.careless, world.mailer, world.tickets, world.llm,
-                    world.tools):
-        _Ledger.close(service)
 
 
 def compare(p: float, n: int, k: int, runs: int = 200, seed: int = 0) -> Dict[str, Tally]:
