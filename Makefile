@@ -27,5 +27,8 @@ bench: $(STAMP)
 exercises: $(STAMP)
 	$(BIN)/python -m durable_lite.grading generate
 
+grade: $(STAMP)
+	$(BIN)/python -m durable_lite.grading exercises/*.ipynb
+
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info
