@@ -1,6 +1,6 @@
 """What does a durable step cost? Measured against a plain call, bare sqlite3 and DBOS.
 
-    python benchmarks/step_overhead.py                      # N = 100 and 1000, 5 repeats
+    python benchmarks/step_overhead.py                      # N = 100 and 1000, 7 repeats
     python benchmarks/step_overhead.py --steps 5 --repeats 1 --no-dbos   # a quick check
     python benchmarks/step_overhead.py --show benchmarks/reference_run.json  # print a saved run
 
@@ -104,10 +104,10 @@ def load_dbos(disabled):
 
 # 1. writing N steps -------------------------------------------------------------------------
 class WriteSystems:
-    """Every non-DBOS system, set up once per N (files, connections, engines), then timed
-    round-robin so that drift on a shared machine spreads over all of them alike."""
+    """Every system, set up once per N (files, connections, engines), then timed round-robin
+    (in a rotating order) so that drift on a shared machine spreads over all of them alike."""
 
-    def __init__(self, folder, n):
+    def __init__(self, folder, n, dbos_workload=None):
         self.bare = {mode: workloads.open_bare(os.path.join(folder, f"bare-{mode}-{n}.db"), mode)
                      for mode in ("NORMAL", "FULL")}
         self.engines = {
@@ -117,9 +117,15 @@ class WriteSystems:
             "dl_power": dl.Engine(dl.SQLiteStore(os.path.join(folder, f"dl-power-{n}.db"),
                                                  durability="power")),
         }
+        self.dbos = dbos_workload          # launched by the caller, on its own database
         self.worker = workloads.worker_name()
+        self.runs = 0
+
+    def keys(self):
+        return [k for k in WRITE_ROWS if k != "dbos" or self.dbos is not None]
 
     def run(self, key, n):
+        self.runs += 1
         if key == "plain":
             noop = workloads.noop
             for i in range(n):
@@ -127,6 +133,8 @@ class WriteSystems:
         elif key in ("sqlite_normal", "sqlite_full"):
             db = self.bare["NORMAL" if key == "sqlite_normal" else "FULL"]
             workloads.bare_steps(db, workloads.bare_run_id(), n, self.worker)
+        elif key == "dbos":
+            assert self.dbos.run(n, f"write-{n}-{self.runs}") == n
         else:
             run = self.engines[key].start(workloads.bench_steps, n)
             assert run.status == dl.COMPLETED and run.steps == n, run
@@ -138,37 +146,39 @@ class WriteSystems:
             engine.store.close()
 
 
-def measure_writes(folder, n, repeats):
-    systems = WriteSystems(folder, n)
-    keys = [k for k in WRITE_ROWS if k != "dbos"]
+def measure_writes(folder, n, repeats, dbos_workload=None):
+    systems = WriteSystems(folder, n, dbos_workload)
+    keys = systems.keys()
     try:
         for key in keys:                       # warm up code paths, caches and files
-            systems.run(key, n)
+            systems.run(key, min(n, 20))
         seconds = {key: [] for key in keys}
-        for _ in range(repeats):
-            for key in keys:
+        for r in range(repeats):
+            shift = r % len(keys)
+            for key in keys[shift:] + keys[:shift]:
                 seconds[key].append(timed(systems.run, key, n))
     finally:
         systems.close()
     return [write_record(key, n, seconds[key]) for key in keys]
 
 
-def measure_dbos_writes(dbos_workload, folder, counts, repeats):
+def measure_all_writes(folder, counts, repeats, dbos_workload):
+    """Per-step costs for every N. DBOS, when present, is launched once on its own system
+    database and takes its turn in every round like the others."""
+    if dbos_workload is None:
+        return [r for n in counts for r in measure_writes(folder, n, repeats)]
     from dbos import DBOS
 
     path = os.path.join(folder, "dbos-writes.sqlite")
     dbos_workload.launch(path)
-    records = []
     try:
         journal, synchronous = sqlite_settings(path)
-        for n in counts:
-            dbos_workload.run(min(n, 10), f"warmup-{n}")
-            seconds = [timed(dbos_workload.run, n, f"write-{n}-{r}") for r in range(repeats)]
-            record = write_record("dbos", n, seconds)
-            record["sqlite_settings"] = {"journal_mode": journal, "synchronous": synchronous}
-            records.append(record)
+        records = [r for n in counts for r in measure_writes(folder, n, repeats, dbos_workload)]
     finally:
         DBOS.destroy()
+    for r in records:
+        if r["key"] == "dbos":
+            r["sqlite_settings"] = {"journal_mode": journal, "synchronous": synchronous}
     return records
 
 
@@ -458,7 +468,7 @@ def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, nargs="+", default=[100, 1000], metavar="N",
                         help="workflow sizes to measure (default: 100 1000)")
-    parser.add_argument("--repeats", type=int, default=5, help="timed runs per row (default 5)")
+    parser.add_argument("--repeats", type=int, default=7, help="timed runs per row (default 7)")
     parser.add_argument("--import-repeats", type=int, default=7,
                         help="fresh interpreters for the import time (default 7)")
     parser.add_argument("--no-dbos", action="store_true", help="skip DBOS even if installed")
@@ -496,14 +506,10 @@ def main(argv=None):
     skipped = {}
     try:
         imported = measure_import(args.import_repeats)
-        writes = []
-        for n in args.steps:
-            writes += measure_writes(folder, n, args.repeats)
         dbos_workload, why = load_dbos(args.no_dbos)
         if why:
             skipped["DBOS"] = why
-        else:
-            writes += measure_dbos_writes(dbos_workload, folder, args.steps, args.repeats)
+        writes = measure_all_writes(folder, args.steps, args.repeats, dbos_workload)
         replays = []
         for n in args.steps:
             replays += measure_replay(folder, n, args.repeats, dbos_workload)
