@@ -70,7 +70,7 @@ REPLAY_ROWS = {
 }
 
 
-# small helpers ----------------------------------------------------------------------------
+# utilities ---------------------------------------------------------------------------------
 def timed(fn, *args):
     """Seconds taken by fn(*args)."""
     start = time.perf_counter_ns()
