@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-test
 
-.PHONY: lab test bench exercises grade clean
+.PHONY: lab test bench exercises grade notebooks clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 10), "durable-lite needs Python 3.10 or newer"'
@@ -26,6 +26,9 @@ bench: $(STAMP)
 
 exercises: $(STAMP)
 	$(BIN)/python -m durable_lite.grading generate
+
+notebooks: $(STAMP)
+	$(BIN)/python tests/tools/refresh_notebooks.py
 
 grade: $(STAMP)
 	$(BIN)/python -m durable_lite.grading exercises/*.ipynb

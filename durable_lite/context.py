@@ -137,7 +137,8 @@ class Context:
                                started, engine.clock(), engine.worker), label)
             self.usage.steps += 1
             raise
-        text, value = jsonvalue.roundtrip(result, what=f"step {label!r} of run {self.run_id!r} returned")
+        text, value = jsonvalue.roundtrip(
+            result, what=lambda: f"step {label!r} of run {self.run_id!r} returned")
         engine._fault_point(spec.name, occurrence, AFTER_EFFECT)
         cost = spec.cost_of(value)
         self._commit(Entry(position, STEP, spec.name, occurrence, text, attempts, started,
@@ -334,6 +335,11 @@ class Context:
     @property
     def recorded(self) -> int:
         return len(self._entries)
+
+    @property
+    def entries(self):
+        """Every checkpoint of the run as this execution knows it (recorded + new)."""
+        return self._entries
 
 
 def _label(name, occurrence):

@@ -131,6 +131,8 @@ class Engine:
                 run = self._drive(record.run_id, must_lease=False)
             except LeaseLostError:
                 continue               # another worker took the run over; it is in good hands
+            except NonDeterminismError:
+                continue               # recorded as a "diverged" event; fixed code can resume it
             if run is not None:
                 out.append(run)
         return out
@@ -159,9 +161,12 @@ class Engine:
         self._event(run_id, "signal", name=name, detail=text)
 
     # reading ----------------------------------------------------------------------------
-    def get(self, run_id: str, executed=(), replayed=()) -> Run:
-        record = self._record(run_id)
-        usage = self._usage(self.store.load_entries(run_id))
+    def get(self, run_id: str) -> Run:
+        """The run as the store has it now."""
+        return self._snapshot(self._record(run_id), self._usage(self.store.load_entries(run_id)))
+
+    @staticmethod
+    def _snapshot(record, usage, executed=(), replayed=()) -> Run:
         return Run(record.run_id, record.workflow, record.version, record.status,
                    jsonvalue.decode(record.result_json), record.error, record.halt_reason,
                    record.waiting_for, record.wake_at, usage.steps, usage.cost,
@@ -262,7 +267,8 @@ class Engine:
         self._crashes = CrashPlan(crashes)
 
     def _fault_point(self, step, occurrence, when):
-        self._crashes.check(step, occurrence, when)
+        if self._crashes:          # nearly always empty: skip the search on the hot path
+            self._crashes.check(step, occurrence, when)
 
     # leases: one worker per run at a time (the rules are in lease.py)
     def _take_lease(self, run_id, record) -> bool:
@@ -328,7 +334,8 @@ class Engine:
             self.store.update_run(run_id, owner=self.worker, status=RUNNING, waiting_for=None,
                                   wake_at=None, error=None, updated_at=self.clock())
         if entries:
-            self._event(run_id, "resumed", detail=f"{len(entries)} entries recorded")
+            self._event(run_id, "resumed",
+                        detail=f"{len(entries)} {'entry' if len(entries) == 1 else 'entries'} recorded")
         args = jsonvalue.decode(record.args_json)
         kwargs = jsonvalue.decode(record.kwargs_json)
         try:
@@ -345,8 +352,11 @@ class Engine:
             self.store.update_run(run_id, owner=self.worker, status=HALTED, halt_reason=halt.reason,
                                   updated_at=self.clock())
             self._event(run_id, "halted", detail=halt.reason)
-        except (NonDeterminismError, LeaseLostError):
-            raise     # a bug in the code or a lost race: the history stays as it is
+        except NonDeterminismError as exc:
+            self._event(run_id, "diverged", detail=str(exc))
+            raise     # a bug in the code: the history stays as it is, for fixed code to resume
+        except LeaseLostError:
+            raise     # a lost race: the worker that owns the run now carries on
         except Exception as exc:
             message = f"{type(exc).__name__}: {exc}"
             self.store.update_run(run_id, owner=self.worker, status=FAILED, error=message,
@@ -354,15 +364,19 @@ class Engine:
             self._event(run_id, "failed", detail=message)
         else:
             if ctx.position < ctx.recorded:
-                raise NonDeterminismError(
+                error = NonDeterminismError(
                     f"run {run_id!r} finished after {ctx.position} entries, but its history "
                     f"records {ctx.recorded}; the workflow code no longer reaches "
                     f"{entries[ctx.position].label!r}")
+                self._event(run_id, "diverged", detail=str(error))
+                raise error
             text = jsonvalue.encode(result, what=f"the workflow of run {run_id!r} returned")
             self.store.update_run(run_id, owner=self.worker, status=COMPLETED, result_json=text,
                                   updated_at=self.clock())
             self._event(run_id, "completed")
-        return self.get(run_id, ctx.executed, ctx.replayed)
+        # Build the answer from what this execution already holds: no second read of the
+        # run's checkpoints (that would cost as much as the replay itself).
+        return self._snapshot(self._record(run_id), self._usage(ctx.entries), ctx.executed, ctx.replayed)
 
 
 def _earliest(*times):

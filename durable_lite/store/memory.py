@@ -15,6 +15,9 @@ from .base import Store
 class MemoryStore(Store):
     name = "memory"
 
+    def __repr__(self):
+        return "MemoryStore(this process only)"
+
     def __init__(self):
         self._runs = {}
         self._entries = {}

@@ -1,0 +1,38 @@
+"""Re-execute lessons in a fresh kernel and save them clean, ready to commit.
+
+    python tests/tools/refresh_notebooks.py notebooks/02_checkpoint_every_step.ipynb ...
+    make notebooks          # every lesson
+
+Each notebook runs top to bottom in a fresh kernel, from its own folder (as JupyterLab
+runs it). Per-cell timing metadata is dropped so a re-run changes only what really changed.
+Prints how long each notebook took: a lesson should stay well under 15 s.
+"""
+
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+
+def refresh(path: Path) -> float:
+    nb = nbformat.read(path, as_version=4)
+    started = time.perf_counter()
+    NotebookClient(nb, timeout=120, kernel_name="python3",
+                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    seconds = time.perf_counter() - started
+    for cell in nb.cells:
+        cell.metadata.pop("execution", None)
+    nbformat.write(nb, path)
+    return seconds
+
+
+def main(paths):
+    paths = [Path(p) for p in paths] or sorted(Path("notebooks").glob("*.ipynb"))
+    for path in paths:
+        print(f"{path}: {refresh(path):.1f} s", flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
