@@ -248,3 +248,26 @@ def test_history_entries_are_plain_json_text(engine):
     engine.start(wf, run_id="jt")
     (entry,) = engine.store.load_entries("jt")
     assert json.loads(entry.result_json) == {"ok": True}
+
+
+def test_a_diverged_run_is_logged_and_recover_still_resumes_the_others(engine, clock):
+    name = {"first": "search"}
+
+    @dl.workflow("core-diverge-recover")
+    def flow(ctx, tag):
+        ctx.step(name["first"] if tag == "bad" else "search", lambda: 1)
+        ctx.step("write", lambda: 2)
+        return tag
+
+    crash_then(engine, clock, flow, "a-bad", dl.faults.CrashAt("write", "before_step"), "bad")
+    crash_then(engine, clock, flow, "b-good", dl.faults.CrashAt("write", "before_step"), "good")
+    name["first"] = "lookup"          # only the "bad" run now disagrees with its history
+
+    recovered = {run.run_id: run.status for run in engine.recover()}
+
+    assert recovered == {"b-good": "completed"}
+    assert engine.get("a-bad").status == "running"          # left for fixed code to resume
+    diverged = [e for e in engine.events("a-bad") if e.kind == "diverged"]
+    assert len(diverged) == 1 and "'lookup'" in diverged[0].detail
+    name["first"] = "search"          # the fix is deployed
+    assert engine.resume("a-bad").status == "completed"
