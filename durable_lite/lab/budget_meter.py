@@ -191,8 +191,9 @@ def plot_spend(series: dict, limit_steps: Optional[int] = None, limit_cost: Opti
         ax_cost.plot(attempts, [0] + [c for _, _, c in rows], label=label, lw=2, **style)
     if limit_steps is not None:
         ax_steps.axhline(limit_steps, color="#555", ls="--", lw=1)
-        ax_steps.annotate(f"limit: {limit_steps} steps", (0, limit_steps), xytext=(4, 4),
-                          textcoords="offset points", fontsize=8, color="#555")
+        ax_steps.annotate(f"limit: {limit_steps} steps", (1, limit_steps), xytext=(-4, 4),
+                          xycoords=("axes fraction", "data"), textcoords="offset points",
+                          ha="right", fontsize=8, color="#555")    # right end: clear of the lines
     if limit_cost is not None:
         ax_cost.axhline(limit_cost, color="#555", ls="--", lw=1)
     ax_steps.set_ylabel("model calls made (all attempts)")

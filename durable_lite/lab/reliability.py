@@ -221,6 +221,8 @@ def plot_simulation(tallies, ax_rate=None, ax_cost=None):
         ax.set_xticklabels(labels, fontsize=8)
         ax.set_title(title)
         ax.grid(axis="y", alpha=0.3)
+    ax_rate.set_ylabel("share of all runs")
+    ax_cost.set_ylabel("tool calls, failed ones included")
     ax_rate.yaxis.set_major_formatter(_percent())
     ax_rate.set_ylim(0, 1.12)
     ax_cost.margins(y=0.12)
@@ -312,7 +314,7 @@ class ReliabilityModel:
         ax_cost.set_xticks(range(len(names)))
         ax_cost.set_xticklabels(names, fontsize=8)
         ax_cost.set_ylabel("tool calls per run")
-        ax_cost.set_title(f"cost of {self.runs} runs (yellow tick: formula)", fontsize=9)
+        ax_cost.set_title(f"average over {self.runs} runs (yellow tick: formula)", fontsize=9)
         ax_cost.grid(axis="y", alpha=0.3)
         fig.tight_layout()
         return fig
