@@ -11,7 +11,6 @@ import linecache
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import nbformat
 import pytest
@@ -21,12 +20,8 @@ from durable_lite.grading.checks import RESULTS_ENV
 from durable_lite.grading.grader import grade_notebook
 from durable_lite.grading.portable import NotPortable, module_source
 
-ROOT = Path(__file__).resolve().parent.parent
+from grading_support import ROOT, failing_tests, statuses, with_code
 NAMES = sorted(p.stem for p in (ROOT / "solutions").glob("*.ipynb"))
-
-
-def statuses(score):
-    return {q["question"]: q["status"] for q in score.questions}
 
 
 def check_outputs(score):
@@ -70,22 +65,6 @@ def test_every_untouched_exercise_scores_zero_with_a_message_per_question(name):
 
 
 # known-wrong answers ------------------------------------------------------------------------
-def with_code(name, marker, new_source, tmp_path):
-    """A copy of solution `name` whose cell containing `marker` holds `new_source`."""
-    nb = nbformat.read(ROOT / "solutions" / f"{name}.ipynb", as_version=4)
-    cells = [c for c in nb.cells if c.cell_type == "code" and marker in c.source]
-    assert len(cells) == 1, f"{marker!r} should be in exactly one cell of {name}"
-    cells[0].source = new_source
-    path = tmp_path / f"{name}.ipynb"
-    nbformat.write(nb, path)
-    return path
-
-
-def failing_tests(score, qid):
-    q = score.question(qid)
-    return [t["name"] for t in q["tests"] if t["status"] != "passed"]
-
-
 RECORDS_BEFORE_RUNNING = '''
 def memo_step(db, run_id, name, fn, *args):
     row = db.execute("SELECT result FROM memo WHERE run_id = ? AND name = ?",

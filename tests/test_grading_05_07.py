@@ -5,9 +5,7 @@ The notebook-level tests grade real notebooks with the grader (one kernel each);
 in-process tests at the end call the checks directly with more wrong answers.
 """
 
-from pathlib import Path
 
-import nbformat
 import pytest
 
 import durable_lite as dl
@@ -16,28 +14,9 @@ from durable_lite.grading import checks, exercise
 from durable_lite.grading.generate import render
 from durable_lite.grading.grader import grade_notebook
 
-ROOT = Path(__file__).resolve().parent.parent
+from grading_support import ROOT, failing_tests, statuses, with_code
 NAMES = ["05_choose_k", "06_approval_deadline", "07_budgets"]
 DAY = 24 * 3600
-
-
-def statuses(score):
-    return {q["question"]: q["status"] for q in score.questions}
-
-
-def failing(score, qid):
-    return [t["name"] for t in score.question(qid)["tests"] if t["status"] != "passed"]
-
-
-def with_code(name, marker, new_source, tmp_path):
-    """A copy of solution `name` whose one cell containing `marker` holds `new_source`."""
-    nb = nbformat.read(ROOT / "solutions" / f"{name}.ipynb", as_version=4)
-    cells = [c for c in nb.cells if c.cell_type == "code" and marker in c.source]
-    assert len(cells) == 1, f"{marker!r} should be in exactly one cell of {name}"
-    cells[0].source = new_source
-    path = tmp_path / f"{name}.ipynb"
-    nbformat.write(nb, path)
-    return path
 
 
 # solutions, untouched exercises, generated files --------------------------------------------
@@ -79,7 +58,7 @@ def smallest_k(p, n, target):
 def test_a_k_one_too_small_fails_q1_only(tmp_path):
     score = grade_notebook(with_code("05_choose_k", "def smallest_k", ONE_TOO_SMALL, tmp_path))
     assert statuses(score) == {"q1": "failed", "q2": "passed"}, score.report()
-    assert failing(score, "q1") == ["the k it returns reaches the target: (1 - (1-p)**k)**n >= target"]
+    assert failing_tests(score, "q1") == ["the k it returns reaches the target: (1 - (1-p)**k)**n >= target"]
     message = score.question("q1")["tests"][0]["message"]
     assert "smallest_k(0.95, 6, 0.99) = 2" in message and "98.5" in message
 
@@ -101,7 +80,7 @@ def publish_post(ctx, folder, post_id):
 def test_a_wait_without_a_real_deadline_or_escalation_fails_the_deadline_tests(tmp_path):
     score = grade_notebook(with_code("06_approval_deadline", "def publish_post", NO_DEADLINE, tmp_path))
     assert statuses(score) == {"q1": "failed"}, score.report()
-    assert failing(score, "q1") == [
+    assert failing_tests(score, "q1") == [
         "start() returns at once: the editor is asked, the run waits for 'approval' for one day",
         "no answer for a day: the manager is asked and the run waits one more day "
         "(and not a second before the deadline)",
@@ -123,7 +102,7 @@ def start_agent(engine, agent, folder, run_id):
 def test_an_attempt_local_budget_fails_q2_only(tmp_path):
     score = grade_notebook(with_code("07_budgets", "def start_agent(", ATTEMPT_LOCAL, tmp_path))
     assert statuses(score) == {"q1": "passed", "q2": "failed"}, score.report()
-    assert len(failing(score, "q2")) == 3
+    assert len(failing_tests(score, "q2")) == 3
     messages = [t["message"] for t in score.question("q2")["tests"]]
     assert any("1000 model calls across" in m and "limit of 200" in m for m in messages), messages
 
