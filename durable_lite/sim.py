@@ -19,6 +19,7 @@ import json
 import os
 import random
 import sqlite3
+import threading
 from contextlib import contextmanager
 
 from .store.sqlite import enable_wal
@@ -44,18 +45,22 @@ class _Ledger:
     def __init__(self, path):
         self.path = os.fspath(path)
         self._db = _open(self.path, self.ddl)
+        # One connection per service object, so threads of one process take turns on it
+        # (other processes are kept apart by SQLite's own locking).
+        self._lock = threading.RLock()
 
     @contextmanager
     def _transaction(self):
-        """One atomic write, even with several processes calling the service at once."""
-        db = self._db
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            yield db
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        db.execute("COMMIT")
+        """One atomic write, even with several threads or processes calling at once."""
+        with self._lock:
+            db = self._db
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
 
     def _counter(self, name) -> int:
         """Increment and return a named counter, atomically across processes."""
@@ -216,7 +221,8 @@ class FakeLLM(_Ledger):
         text = f"[generation {label}] " + " ".join(words)
         tokens = len(prompt.split()) + len(words) * 3 + 20
         cost = round(tokens / 1000 * self.price, 6)
-        self._db.execute("INSERT INTO calls VALUES (?, ?, ?, ?)", (generation, prompt, tokens, cost))
+        with self._transaction() as db:
+            db.execute("INSERT INTO calls VALUES (?, ?, ?, ?)", (generation, prompt, tokens, cost))
         return {"text": text, "generation": generation, "tokens": tokens, "cost": cost}
 
     def plan(self, goal, n_tasks=4) -> dict:
@@ -255,7 +261,8 @@ class FlakyTool(_Ledger):
         n = self._counter(f"call:{name}")
         failing = n <= self.fail_first.get(name, 0) or \
             _seeded(self.seed, name, n).random() < self.failure_rate
-        self._db.execute("INSERT INTO calls (name, ok) VALUES (?, ?)", (name, 0 if failing else 1))
+        with self._transaction() as db:
+            db.execute("INSERT INTO calls (name, ok) VALUES (?, ?)", (name, 0 if failing else 1))
         if failing:
             raise ToolError(f"{name} failed (call {n})")
         return {"tool": name, "call": n, "output": f"{name}({payload})" if payload is not None else name}

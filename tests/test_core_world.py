@@ -146,3 +146,27 @@ def test_an_in_process_crash_cannot_be_swallowed_by_except_exception(engine, clo
     with pytest.raises(dl.Crash):
         dl.Engine(engine.store, clock, crash_at=CrashAt("a", "after_effect")).start(wf, run_id="c")
     assert engine.resume("c").result == "done"
+
+
+def test_one_world_can_be_called_from_several_threads_at_once(tmp_path):
+    import threading
+
+    world = dl.sim.World(str(tmp_path / "threads"))
+    errors = []
+
+    def send_many(i):
+        try:
+            for j in range(25):
+                world.mailer.send(f"user{i}@example.com", f"note {j}")
+                world.llm.complete(f"prompt {i} {j}")
+        except Exception as exc:          # collected: a thread's error must fail the test
+            errors.append(exc)
+
+    threads = [threading.Thread(target=send_many, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert world.mailer.count() == 100 and world.llm.calls() == 100
+    world.close()
