@@ -27,6 +27,7 @@ fresh model call outside a step): the next replay would ask for a different name
 with NonDeterminismError.
 """
 
+import functools
 import json
 import threading
 
@@ -38,6 +39,9 @@ from .policy import Step, Usage
 from .store.records import ERROR, SIGNAL, SLEEPING, STEP, TIMER, VALUE, WAITING, WOKE, Entry, Event
 
 _MISSING = object()
+
+# ctx.step("name", ...) with no options: one shared Step per name, not a new one per call.
+_plain_step = functools.lru_cache(maxsize=4096)(Step)
 
 
 class Park(BaseException):
@@ -107,10 +111,14 @@ class Context:
         If every attempt fails, the failure is recorded and StepFailed is raised.
         """
         self._check_usable()
-        spec = step if isinstance(step, Step) else Step(step)
-        if not isinstance(spec.name, str) or not spec.name:
+        if isinstance(step, str) and step:
+            spec = _plain_step(step)
+        elif isinstance(step, Step) and isinstance(step.name, str) and step.name:
+            spec = step
+        else:
+            name = step.name if isinstance(step, Step) else step
             raise TypeError(f"run {self.run_id!r}: a step name must be a non-empty string, "
-                            f"not {spec.name!r}")
+                            f"not {name!r}")
         try:
             position, occurrence = self._claim(STEP, spec.name)
             recorded = self._replay(position, STEP, spec.name, occurrence)
