@@ -4,7 +4,13 @@ commands a learner needs."""
 
 import os
 import re
-import tomllib
+
+import pytest
+
+try:
+    import tomllib                     # Python 3.11+
+except ImportError:                    # Python 3.10: the pyproject checks below are skipped
+    tomllib = None
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -43,6 +49,8 @@ def environment_yml():
 
 
 def pyproject():
+    if tomllib is None:
+        pytest.skip("reading pyproject.toml needs tomllib (Python 3.11+)")
     return tomllib.loads(read("pyproject.toml"))
 
 
@@ -74,3 +82,41 @@ def test_the_readme_shows_the_two_commands_and_the_makefile_has_them():
 
 def test_the_core_package_has_no_dependencies():
     assert pyproject()["project"]["dependencies"] == []
+
+
+def test_make_lab_opens_jupyterlab_on_the_course(tmp_path):
+    """`make lab` is one of the README's two commands: its JupyterLab must really start."""
+    import socket
+    import subprocess
+    import time
+    import urllib.request
+
+    command = subprocess.run(["make", "-n", "lab"], cwd=ROOT, capture_output=True, text=True,
+                             check=True).stdout.strip().splitlines()[-1].split()
+    assert command[0].endswith("jupyter") and command[1] == "lab"
+    assert "notebooks/00_welcome.ipynb" in command
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"),
+               JUPYTER_CONFIG_DIR=str(tmp_path / "config"), JUPYTER_DATA_DIR=str(tmp_path / "data"))
+    server = subprocess.Popen(
+        [os.path.join(ROOT, command[0]) if not os.path.isabs(command[0]) else command[0],
+         *command[1:], "--no-browser", f"--port={port}", "--ServerApp.ip=127.0.0.1",
+         "--IdentityProvider.token=course", "--ServerApp.port_retries=0"],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                url = f"http://127.0.0.1:{port}/api/contents/notebooks/00_welcome.ipynb?content=0&token=course"
+                with urllib.request.urlopen(url, timeout=2) as answer:
+                    assert answer.status == 200
+                    break
+            except OSError:
+                assert server.poll() is None, server.stderr.read()[-2000:]
+                assert time.monotonic() < deadline, "JupyterLab did not answer within 60 s"
+                time.sleep(0.3)
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
