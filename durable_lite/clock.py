@@ -7,7 +7,6 @@ makes every generated id predictable in notebook output.
 
 import itertools
 import time
-import uuid
 
 
 class SystemClock:
@@ -51,6 +50,7 @@ def sleeper_for(clock):
 
 def random_ids():
     """The default id source: random UUID4 strings."""
+    import uuid  # on first use: on Python 3.10 `import uuid` also loads subprocess
     return str(uuid.uuid4())
 
 

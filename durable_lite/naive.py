@@ -10,6 +10,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, List, Optional
 
+from .clock import SystemClock, random_ids
 from .errors import Crash
 from .faults import CrashPlan, AFTER_CHECKPOINT, AFTER_EFFECT, BEFORE_STEP
 from .keys import derive_key
@@ -64,11 +65,9 @@ class NaiveRunner:
     """Retry the whole task up to `max_attempts` times."""
 
     def __init__(self, max_attempts: int = 3, clock=None, ids=None, seed=None, crash_at=None):
-        import time
-        import uuid
         self.max_attempts = max_attempts
-        self.clock = clock or time.time
-        self.ids = ids or (lambda: str(uuid.uuid4()))
+        self.clock = clock or SystemClock()
+        self.ids = ids or random_ids
         self.rng = random.Random(seed)
         self._crashes = CrashPlan(crash_at)
         self.executions = []

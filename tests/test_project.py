@@ -91,7 +91,7 @@ def test_make_lab_opens_jupyterlab_on_the_course(tmp_path):
     import time
     import urllib.request
 
-    command = subprocess.run(["make", "-n", "lab"], cwd=ROOT, capture_output=True, text=True,
+    command = subprocess.run(["make", "-s", "-n", "--no-print-directory", "lab"], cwd=ROOT, capture_output=True, text=True,
                              check=True).stdout.strip().splitlines()[-1].split()
     assert command[0].endswith("jupyter") and command[1] == "lab"
     assert "notebooks/00_welcome.ipynb" in command
