@@ -5,11 +5,13 @@ solution: a crash at (step, point) means the steps before it (and the step itsel
 the crash came before it started) ran in attempt 1, and attempt 2 runs all four again.
 """
 
+import numbers
+
 from .. import examples
 from ..errors import Crash
 from ..faults import AFTER_EFFECT, BEFORE_STEP, CrashAt, every_crash_point
 from ..naive import NaiveRunner
-from .checks import Exercise, Fail, NotAttempted
+from .checks import Exercise, Fail
 from .harness import crash_label, needs_callable, scratch
 
 EXERCISE = Exercise("01_naive_retry", "The double refund, counted",
@@ -44,9 +46,13 @@ q1 = EXERCISE.question("q1", "count the damage", answers=["run_naive"])
 
 
 def _counts(run_naive, crash):
+    """(what run_naive returned, what the ledgers in its folder really hold)."""
     needs_callable(run_naive, "run_naive")
     with scratch("ex01") as folder:
         got = run_naive(folder, crash)
+        world = examples.world_at(folder)
+        ledgers = {"refunds": world.careless.count(), "careful_refunds": world.payments.count(),
+                   "emails": world.mailer.count(), "tickets_closed": world.tickets.closes()}
     if not isinstance(got, dict):
         raise Fail(f"run_naive returned a {type(got).__name__}; it should return a dict",
                    "return {'attempts': ..., 'step_executions': ..., 'refunds': ..., "
@@ -55,15 +61,36 @@ def _counts(run_naive, crash):
     if missing:
         raise Fail(f"the dict has no {', '.join(repr(k) for k in missing)}",
                    f"return all of {', '.join(KEYS)}")
-    return got
+    return got, ledgers
 
 
-def _compare(got, crash):
+def _compare(answer, crash):
+    got, ledgers = answer
     want = expected_counts(crash)
     wrong = [f"{k}: expected {want[k]}, got {got[k]!r}" for k in KEYS if got[k] != want[k]]
     where = "with no crash" if crash is None else f"crash {crash_label(crash)}"
-    if wrong:
-        raise Fail(f"{where}: " + "; ".join(wrong))
+    if not wrong:
+        return
+    message = f"{where}: " + "; ".join(wrong)
+    if crash is not None and all(got[k] == v for k, v in expected_counts(None).items()):
+        raise Fail(message + "\nThese are the counts of a run that never crashed.",
+                   "pass the crash on: dl.naive.NaiveRunner(max_attempts=3, crash_at=crash_at)")
+    if ledgers["careful_refunds"]:
+        raise Fail(message + f"\nThe run paid through the provider that honours keys "
+                   f"({ledgers['careful_refunds']} refund(s) there), so a retry could not pay twice.",
+                   "run the refund with careless=True, and count dl.examples.world_at(folder)"
+                   ".careless.count()")
+    counted = [k for k in ("refunds", "emails", "tickets_closed") if got[k] != ledgers[k]]
+    if counted:
+        raise Fail(message + "\nThe ledgers in `folder` hold " + ", ".join(
+                   f"{k}={ledgers[k]}" for k in counted) + ": those are not the numbers returned.",
+                   "count from the world kept in the folder the check passes in: "
+                   "dl.examples.world_at(folder).careless.count(), .mailer.count(), "
+                   ".tickets.closes()")
+    if any(got[k] != want[k] for k in ("attempts", "step_executions")):
+        raise Fail(message, "take attempts and step_executions from what the runner's .run(...) "
+                            "returns (a NaiveResult: .attempts, .step_executions)")
+    raise Fail(message)
 
 
 @q1.test("returns a dict with attempts, step_executions, refunds, emails, tickets_closed")
@@ -104,7 +131,13 @@ def _predictions(predicted_refunds, steps):
     for crash in every_crash_point(steps):
         guess = predicted_refunds(crash.step, crash.when)
         if guess is None:
-            raise NotAttempted("predicted_refunds returned None")
+            raise Fail(f"predicted_refunds({crash.step!r}, {crash.when!r}) returned None",
+                       "return the number of refunds (an int); a function without a `return` "
+                       "line returns None")
+        if isinstance(guess, bool) or not isinstance(guess, numbers.Integral):
+            raise Fail(f"predicted_refunds({crash.step!r}, {crash.when!r}) returned "
+                       f"{guess!r}, a {type(guess).__name__}",
+                       "return the number of refunds the provider records: 1 or 2, an int")
         actual = measured_refunds(crash)
         if guess != actual:
             wrong.append(f"crash {crash_label(crash)}: you predicted {guess!r}, "
@@ -142,6 +175,7 @@ class Script:
     def __init__(self, names, fail=None):
         self.calls = {n: 0 for n in names}
         self.fail = fail or {}            # name -> (set of call numbers that fail, exception type)
+        self.raised = []                  # the exceptions the steps raised, in order
         self.steps = [(n, self._step(n)) for n in names]
 
     def _step(self, name):
@@ -149,7 +183,9 @@ class Script:
             self.calls[name] += 1
             failing, kind = self.fail.get(name, (set(), None))
             if self.calls[name] in failing:
-                raise kind(f"{name} failed on call {self.calls[name]}")
+                error = kind(f"{name} failed on call {self.calls[name]}")
+                self.raised.append(error)
+                raise error
             return f"{name}-result"
         return fn
 
@@ -165,8 +201,13 @@ def _retry(retry_from_top, script, max_attempts):
     except NotImplementedError:
         raise
     except Exception as exc:
+        if any(exc is e for e in script.raised):
+            raise Fail(f"a step's {type(exc).__name__} escaped from retry_from_top: {exc}",
+                       "catch the failure, then start the next attempt from the first step; "
+                       "after the last attempt, return {'status': 'failed', ...}") from None
         raise Fail(f"retry_from_top raised {type(exc).__name__}: {exc}",
-                   "catch the failure, then start the next attempt from the first step") from None
+                   "when every attempt has failed, return {'status': 'failed', ...} instead "
+                   "of raising") from None
     if not isinstance(got, dict) or not {"status", "attempts", "executions"} <= set(got):
         raise Fail(f"retry_from_top returned {got!r}",
                    "return a dict with 'status', 'attempts', 'executions' and 'results'")
@@ -175,10 +216,31 @@ def _retry(retry_from_top, script, max_attempts):
 
 def _same(got, key, want):
     value = got.get(key)
-    if key == "executions" and value is not None:
-        value = [tuple(x) for x in value]
+    if key == "executions" and isinstance(value, (list, tuple)):
+        value = [tuple(x) if isinstance(x, (list, tuple)) else x for x in value]
     if value != want:
-        raise Fail(f"{key}: expected {want!r}, got {value!r}")
+        hint = _executions_hint(value, want) if key == "executions" else ""
+        if key == "attempts" and isinstance(value, int) and value == want - 1:
+            hint = "count attempts from 1: the first try is attempt 1 (range(1, max_attempts + 1))"
+        raise Fail(f"{key}: expected {want!r}, got {value!r}", hint)
+
+
+def _executions_hint(got, want) -> str:
+    """Name the likely mistake behind a wrong `executions` list."""
+    if not isinstance(got, list) or not all(isinstance(x, tuple) and len(x) == 2 for x in got):
+        return "executions is a list of (attempt, step name) pairs, one per step call"
+    if got == [(a - 1, n) for a, n in want]:
+        return "count attempts from 1: the first try is attempt 1 (range(1, max_attempts + 1))"
+    last_of_failed = [want[i] for i in range(len(want) - 1) if want[i][0] != want[i + 1][0]]
+    if last_of_failed and all(call not in got for call in last_of_failed):
+        return ("the call that failed is missing: append (attempt, name) before calling the "
+                "step's function, so a call that raises is listed too")
+    first = want[0][1]
+    starts = [got[i][1] for i in range(1, len(got)) if got[i][0] != got[i - 1][0]]
+    if any(name != first for name in starts):
+        return (f"every attempt starts again at the first step ({first!r}): the naive runner "
+                "remembers nothing, so it cannot skip what already ran")
+    return "append (attempt, name) for every step call, in order, across all attempts"
 
 
 @q3.test("every step succeeds: one attempt, each step once, results by step name")

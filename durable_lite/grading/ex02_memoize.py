@@ -157,16 +157,14 @@ def _(memo_step, open_memo):
         db = _open(open_memo, path)
         run, = fresh_ids("run")
         value = _call(memo_step, db, run, "pay", Counted(), "A-17")
-        probe = sqlite3.connect(path)
-        try:
-            row = probe.execute("SELECT typeof(result), result FROM memo WHERE run_id = ? AND name = ?",
-                                (run, "pay")).fetchone()
+        try:   # through the learner's own connection: this test is about the format only
+            row = db.execute("SELECT typeof(result), result FROM memo WHERE run_id = ? AND name = ?",
+                             (run, "pay")).fetchone()
         except sqlite3.DatabaseError as exc:
             raise Fail(f"could not read the memo table ({exc})", "keep open_memo as it was given") from None
-        finally:
-            probe.close()
         if row is None:
-            raise Fail(f"no row for ({run}, pay) in the memo table after the call (was it committed?)")
+            raise Fail(f"no row for ({run}, pay) in the memo table after the call",
+                       "INSERT a row (run_id, name, json.dumps(result)) after fn returns")
         if row[0] != "text":
             raise Fail(f"the result column holds a {row[0]}, not JSON text")
         try:
@@ -189,8 +187,11 @@ def _(memo_step, open_memo):
             fn = Counted(**failure)
             name = "pay" if "crash_on" in failure else "email"
             try:
-                _call(memo_step, db, run, name, fn)
-                raise Fail("the first call should have raised (fn failed), but memo_step returned")
+                returned = _call(memo_step, db, run, name, fn)
+                raise Fail(f"fn raised {'a dl.Crash' if 'crash_on' in failure else 'a ValueError'}, "
+                           f"but memo_step returned {returned!r} instead of letting it through",
+                           "do not catch fn's exception in memo_step: a step that failed is not "
+                           "done, so nothing is recorded and the caller sees the error")
             except (Crash, ValueError):
                 pass
             db.close()                    # the process died: its connection is gone
@@ -245,7 +246,8 @@ def _source(refund_flow):
     try:
         return module_source(refund_flow)
     except NotPortable as exc:
-        raise Fail(str(exc)) from None
+        raise Fail(str(exc), "open the memo inside refund_flow (db = open_memo(db_path)) and "
+                             "pass everything else as an argument") from None
 
 
 def _finished(run, what):
@@ -256,7 +258,8 @@ def _finished(run, what):
                            "(is memo_step from q1 written?)")
     detail = run.error or f"exit status {run.returncode}"
     hint = ("the check copies refund_flow and the functions and imports it uses into a new "
-            "process; run refund_flow yourself in the notebook to see the error")
+            "process; run refund_flow yourself in the notebook to see the error (and if q1 "
+            "has failures, fix memo_step first)")
     if "NoneType" in detail:
         hint = ("a replayed step returned None: was its row written before its function ran "
                 "(and then the process died)? Record a result only after fn returns it")
@@ -276,7 +279,12 @@ def _uninterrupted(refund_flow):
 def _(refund_flow):
     result, starts, effects = _uninterrupted(refund_flow)
     if any(n != 1 for n in starts.values()) or any(n != 1 for n in effects.values()):
-        raise Fail(f"steps run {starts}, effects {effects}; expected each exactly once")
+        never = [STEPS[s] for s, n in starts.items() if n == 0]
+        hint = ""
+        if never:
+            hint = (f"{', '.join(never)} never ran: give every step its own name; a step whose "
+                    "name is already recorded replays that row instead of running")
+        raise Fail(f"steps run {starts}, effects {effects}; expected each exactly once", hint)
 
 
 def _killed_then_resumed(refund_flow, moment):
@@ -338,6 +346,8 @@ def _(refund_flow):
         result = _finished(again, "refund_flow, run a second time")
         ran = [s for s, n in fresh.starts(again.log).items() if n > 1]
         if ran:
-            raise Fail(f"the second run executed {', '.join(ran)} again")
+            raise Fail(f"the second run executed {', '.join(ran)} again",
+                       "call every step through memo_step(db, run_id, name, fn, ...): a step "
+                       "function called directly runs on every attempt")
         if result != first:
             raise Fail(f"the second run returned {result!r}, the first {first!r}")

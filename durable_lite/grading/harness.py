@@ -51,7 +51,7 @@ def needs_workflow(value, name: str):
     needs_callable(value, name)
     if not hasattr(value, "fn") or not hasattr(value, "version"):
         raise Fail(f"{name} is a plain function, not a workflow",
-                   f'decorate it with @dl.workflow("...", version=1) as given in the cell')
+                   'decorate it with @dl.workflow("...", version=1) as given in the cell')
 
 
 class EngineRuns:
