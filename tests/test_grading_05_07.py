@@ -222,3 +222,88 @@ def test_07_a_budget_one_step_too_generous_fails_q2():
     result = run("07_budgets", "q2", off_by_one)
     assert result.passed == 0
     assert "made 201 model calls" in result.tests[0].message
+
+
+# wrong answers told what is wrong, right answers written differently ------------------------
+def test_05_a_numpy_integer_is_a_number_of_attempts():
+    np = pytest.importorskip("numpy")
+
+    def smallest_k(p, n, target):          # right, counted with an array instead of a loop
+        ks = np.arange(1, 200)
+        return ks[np.argmax((1 - (1 - p) ** ks) ** n >= target)]
+
+    assert run("05_choose_k", "q1", smallest_k).status == checks.PASSED
+
+
+def test_05_a_forgotten_return_is_failed_and_named():
+    result = run("05_choose_k", "q1", lambda p, n, t: None)
+    assert result.status == checks.FAILED
+    assert "returned None" in result.tests[0].message
+
+
+@dl.workflow("test-ex05-swallows-failures", version=1)
+def plan_that_swallows_failures(ctx, folder, n, k):
+    for i in range(1, n + 1):
+        try:
+            ctx.step(dl.Step(f"task-{i}", retry=dl.Retry(max_attempts=k)), flaky_tool, folder,
+                     f"task-{i}")
+        except dl.StepFailed:              # wrong: a run that gave up reports success
+            return {"tasks": n, "failed": f"task-{i}"}
+    return {"tasks": n}
+
+
+def test_05_a_plan_that_hides_a_failed_step_is_told_to_let_it_fail():
+    result = run("05_choose_k", "q2", plan_that_swallows_failures)
+    failing = [t for t in result.tests if t.status != checks.PASSED]
+    assert [t.name.split(",")[0] for t in failing] == [
+        "each step gets up to k attempts of its own", "simulated: 400 runs at p=0.9"]
+    assert all("StepFailed" in t.hint for t in failing)
+
+
+@dl.workflow("test-ex06-escalation-outside-a-step", version=1)
+def publish_escalating_outside_a_step(ctx, folder, post_id):
+    ctx.step("ask-editor", notify, folder, "editor@example.com", f"Please review {post_id}")
+    decision = ctx.wait_for_signal("approval", timeout=1 * DAY)
+    if decision is None:
+        notify(folder, "manager@example.com", "escalated")      # wrong: sent on every replay
+        decision = ctx.wait_for_signal("approval", timeout=1 * DAY)
+    if decision is None:
+        ctx.step("tell-author", notify, folder, "author@example.com", "expired")
+        return {"post": post_id, "outcome": "expired"}
+    if decision["approved"]:
+        ctx.step("publish", notify, folder, "readers@example.com", post_id)
+        return {"post": post_id, "outcome": "published", "by": decision["by"]}
+    ctx.step("tell-author", notify, folder, "author@example.com", "rejected")
+    return {"post": post_id, "outcome": "rejected", "by": decision["by"]}
+
+
+def test_06_an_email_outside_a_step_is_named_as_the_cause():
+    result = run("06_approval_deadline", "q1", publish_escalating_outside_a_step)
+    failing = [t for t in result.tests if t.status != checks.PASSED]
+    assert failing and all("'manager': 2" in t.message for t in failing)
+    assert all("ctx.step" in t.hint for t in failing)
+
+
+def test_07_a_budget_of_what_seems_left_fails_q2_with_the_reason():
+    def start_agent(engine, agent, folder, run_id):
+        try:
+            used = engine.get(run_id).steps
+        except dl.UnknownRunError:
+            used = 0
+        return engine.start(agent, folder, "goal", run_id=run_id,
+                            budget=dl.Budget(max_steps=200 - used))   # wrong: counted twice
+
+    result = run("07_budgets", "q2", start_agent)
+    failing = [t for t in result.tests if t.status != checks.PASSED]
+    assert len(failing) == 2 and all("whole MAX_STEPS" in t.hint for t in failing)
+
+
+def test_07_resuming_an_existing_run_instead_of_starting_it_passes():
+    def start_agent(engine, agent, folder, run_id):
+        try:
+            return engine.resume(run_id)          # the budget was stored with the run
+        except dl.UnknownRunError:
+            return engine.start(agent, folder, "goal", run_id=run_id,
+                                budget=dl.Budget(max_steps=200))
+
+    assert run("07_budgets", "q2", start_agent).status == checks.PASSED

@@ -9,6 +9,7 @@ match the per-step formula for the k that the formula says is needed.
 """
 
 import math
+import numbers
 
 from .. import examples
 from ..clock import FakeClock, SequentialIds
@@ -41,8 +42,9 @@ def _k(smallest_k, p, n, target):
     needs_callable(smallest_k, "smallest_k")
     k = smallest_k(p, n, target)
     if k is None:
-        raise NotAttempted("smallest_k returned None")
-    if isinstance(k, bool) or not isinstance(k, int):
+        raise Fail(f"smallest_k({p}, {n}, {target}) returned None",
+                   "return k (an int); a function without a `return` line returns None")
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral):
         if isinstance(k, float) and k.is_integer():
             raise Fail(f"smallest_k({p}, {n}, {target}) returned the float {k!r}; a number of "
                        "attempts is an int", "return int(k)")
@@ -50,8 +52,9 @@ def _k(smallest_k, p, n, target):
                    "of attempts (an int)")
     if k < 1:
         raise Fail(f"smallest_k({p}, {n}, {target}) returned {k}; every step gets at least one "
-                   "attempt, so k >= 1")
-    return k
+                   "attempt, so k >= 1", "k counts attempts: start counting at 1, and round "
+                   "a logarithm's answer up, not down")
+    return int(k)
 
 
 @q1.test("the k it returns reaches the target: (1 - (1-p)**k)**n >= target",
@@ -62,8 +65,12 @@ def _(smallest_k):
         k = _k(smallest_k, p, n, target)
         rate = per_step_retry_rate(p, n, k)
         if rate < target:
+            hint = ""
+            if per_step_retry_rate(p, n, k + 1) >= target:
+                hint = ("one attempt short: stop at the first k that reaches the target, and "
+                        "round a logarithm's answer up (math.ceil), not down")
             raise Fail(f"smallest_k({p}, {n}, {target}) = {k}, but with {k} attempt(s) per step "
-                       f"a run finishes only {rate:.5%} of the time, below {target:.3%}")
+                       f"a run finishes only {rate:.5%} of the time, below {target:.3%}", hint)
 
 
 @q1.test("and it is the smallest: with one attempt fewer the run misses the target",
@@ -156,6 +163,10 @@ def _(plan):
         if calls["task-2"] != k:
             raise Fail(f"task-2 failed on every call and was tried {calls['task-2']} times; "
                        f"with k={k} it should be tried exactly {k} times")
+        if run.status == "completed" and not calls["task-3"] and calls["task-1"] == 1:
+            raise Fail(f"task-2 failed on all {k} attempts, yet the run ended completed",
+                       "let dl.StepFailed propagate: a step that used up its attempts fails the "
+                       "run, and that failure is what the formula counts")
         if run.status == "completed" or calls["task-3"] or calls["task-1"] != 1:
             raise Fail(f"after task-2 failed {k} times: run {run.status}, tool calls {calls}; "
                        "expected the run to stop at task-2 without re-running task-1 or "
@@ -187,8 +198,13 @@ def _(plan):
         expected = per_step_retry_rate(P, N, attempts)
         spread = math.sqrt(expected * (1 - expected) / RUNS)
         if abs(rate - expected) > 4 * spread + 1 / RUNS:
+            hint = ""                    # the test's own hint: too few runs finished
+            if rate > expected:
+                hint = (f"more runs finished than {attempts} attempt(s) per step allow: give "
+                        "each step exactly max_attempts=k, and let a step that used them all "
+                        "fail the run (do not catch dl.StepFailed)")
             raise Fail(f"with k={attempts}, {rate:.1%} of {RUNS} simulated runs finished; the "
-                       f"formula says {expected:.1%} (p={P}, n={N})")
+                       f"formula says {expected:.1%} (p={P}, n={N})", hint)
         cost = expected_executions(DURABLE, P, N, attempts)
         if abs(calls - cost) > 0.08 * cost:
             raise Fail(f"with k={attempts}, a run made {calls:.2f} tool calls on average; "

@@ -62,8 +62,10 @@ class Desk:
         engine = self.engine()
         before = engine.get(RUN_ID)
         if before.status != "waiting":
+            ended = f"{before.status}: {before.error}" if before.error else \
+                f"{before.status}, {before.result!r}"
             raise Fail(f"{by}'s decision could not be delivered: the run had already ended "
-                       f"({before.status}, {before.result!r}) instead of waiting for it")
+                       f"({ended}) instead of waiting for it", _error_hint(before))
         engine.signal(RUN_ID, "approval", {"approved": approved, "by": by})
         engine.recover()
         return engine.get(RUN_ID)
@@ -74,11 +76,20 @@ class Desk:
                 "author": mailer.count(AUTHOR), "published": mailer.count(READERS)}
 
 
+def _error_hint(run) -> str:
+    """A hint for the commonest way a waiting workflow fails."""
+    if run.status == "failed" and run.error and "NoneType" in run.error:
+        return ("wait_for_signal returns None when its deadline passes: check "
+                "`if decision is None:` before reading decision[...]")
+    return ""
+
+
 def _expect(run, result, when):
     if run.status != "completed":
         extra = f" (waiting for {run.waiting_for!r})" if run.status == "waiting" else \
             (f": {run.error}" if run.error else "")
-        raise Fail(f"{when}, the run is {run.status}{extra}; expected it to complete with {result!r}")
+        raise Fail(f"{when}, the run is {run.status}{extra}; expected it to complete with {result!r}",
+                   _error_hint(run))
     if run.result != result:
         raise Fail(f"{when}, the run returned {run.result!r}; expected {result!r}")
 
@@ -86,19 +97,29 @@ def _expect(run, result, when):
 def _mail(desk, want, when):
     got = desk.mail()
     if got != want:
-        raise Fail(f"{when}, the mail sent was {got}; expected {want}")
+        hint = ""
+        if any(got[k] > want[k] for k in want):
+            hint = ("an email sent outside a step is sent again each time the workflow replays "
+                    "(after every wait): send each one with ctx.step(...)")
+        raise Fail(f"{when}, the mail sent was {got}; expected {want}", hint)
+
+
+def _after_start(at) -> str:
+    seconds = at - START
+    return f"{seconds / HOUR:g} h" if abs(seconds) >= HOUR else f"{seconds:g} s"
 
 
 def _waiting(run, when, deadline):
     if run.status != "waiting" or run.waiting_for != "approval":
         detail = f"{run.status}" + (f" with {run.result!r}" if run.result is not None else "") + \
             (f": {run.error}" if run.error else "")
-        raise Fail(f"{when}, the run is {detail}; expected it to be waiting for 'approval'")
+        raise Fail(f"{when}, the run is {detail}; expected it to be waiting for 'approval'",
+                   _error_hint(run))
     if run.wake_at != deadline:
-        hours = (run.wake_at - START) / HOUR
-        raise Fail(f"{when}, the run waits until {hours:g} h after it started; expected "
-                   f"{(deadline - START) / HOUR:g} h",
-                   "ctx.wait_for_signal(\"approval\", timeout=1 * DAY) for each wait")
+        raise Fail(f"{when}, the run waits until {_after_start(run.wake_at)} after it started; "
+                   f"expected {_after_start(deadline)}",
+                   "the timeout is in seconds, counted from when the wait begins: "
+                   "ctx.wait_for_signal(\"approval\", timeout=1 * DAY) for each of the two waits")
 
 
 @q1.test("start() returns at once: the editor is asked, the run waits for 'approval' for one day",

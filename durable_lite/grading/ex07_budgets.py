@@ -93,6 +93,14 @@ def _namespaces(fn):
 # q1 -----------------------------------------------------------------------------------------
 q1 = EXERCISE.question("q1", "count the model's dollars", answers=["agent"])
 
+
+def _option_hint(run) -> str:
+    """Hint for a step option passed where the step function's own arguments go."""
+    if run.error and "unexpected keyword argument 'cost'" in run.error:
+        return ("every keyword argument of ctx.step goes to the step function; the cost is a "
+                "step option: ctx.step(dl.Step(\"think\", cost=...), think, ...)")
+    return ""
+
 MAX_COST = 0.02
 
 
@@ -117,18 +125,22 @@ def _(agent):
         run = platform.keep_restarting(_start_with(agent, platform, max_turns=40), "cost-1",
                                        every=15, namespaces=_namespaces(agent))
         if run.status != "completed":
-            raise Fail(f"a 40-turn run with no budget ended {run.status}: {run.error}")
+            raise Fail(f"a 40-turn run with no budget ended {run.status}: {run.error}",
+                       _option_hint(run))
         billed = platform.billed()
         if run.cost <= 0:
             raise Fail(f"the run's recorded cost is {run.cost}, but the model billed ${billed:.4f}",
                        'give the step a cost: dl.Step("think", cost=lambda answer: answer["cost"])')
         if abs(run.cost - billed) > 1e-9:
-            raise Fail(f"the run's recorded cost is ${run.cost:.6f}; the model billed ${billed:.6f}")
+            raise Fail(f"the run's recorded cost is ${run.cost:.6f}; the model billed ${billed:.6f}",
+                       "each call costs a different amount, and its answer says how much under "
+                       "'cost': record that (cost=lambda answer: answer[\"cost\"]), not a fixed "
+                       "number or the tokens")
 
 
 @q1.test(f"a cost budget of ${MAX_COST} stops the run across crashes, before it overspends "
          "by more than one call",
-         hint="the engine can only stop on cost if each step records its cost")
+         hint="the engine can only stop on cost if each step records what its call really cost")
 def _(agent):
     with scratch("ex07") as folder:
         platform = Platform(folder)
@@ -139,7 +151,8 @@ def _(agent):
         one_call = llm.total_cost() / max(1, llm.calls())
         if run.status != "halted" or "max_cost" not in (run.halt_reason or ""):
             raise Fail(f"with dl.Budget(max_cost={MAX_COST}) the run ended {run.status} "
-                       f"({run.halt_reason or run.error}) after billing ${billed:.4f}")
+                       f"({run.halt_reason or run.error}) after billing ${billed:.4f}",
+                       _option_hint(run))
         if billed > MAX_COST + 2 * one_call:
             raise Fail(f"the run was billed ${billed:.4f} with a budget of ${MAX_COST}")
 
@@ -168,6 +181,11 @@ def _via(start_agent, platform):
 
 def _stopped_at_budget(run, platform, when):
     calls = platform.calls()
+    if calls > MAX_STEPS and run.status == "halted":
+        raise Fail(f"{when}: the agent made {calls} model calls with a limit of {MAX_STEPS}; "
+                   f"the budget halted the run too late ({run.halt_reason})",
+                   "max_steps counts every step the run has executed, across all workers: "
+                   "use exactly MAX_STEPS")
     if calls > MAX_STEPS:
         raise Fail(f"{when}: the agent made {calls} model calls across {platform.workers} "
                    f"worker(s), with a limit of {MAX_STEPS}; the run ended {run.status}",
@@ -181,8 +199,12 @@ def _stopped_at_budget(run, platform, when):
                    "a dl.Budget halts the run cleanly (status 'halted'); an exception raised "
                    "by a limit inside a step fails it instead")
     if calls != MAX_STEPS or "max_steps" not in (run.halt_reason or ""):
+        hint = ""
+        if calls < MAX_STEPS and "max_steps" in (run.halt_reason or ""):
+            hint = ("the engine already counts every step the run has executed, in every "
+                    "worker: give the whole MAX_STEPS each time, not what seems to be left")
         raise Fail(f"{when}: halted after {calls} model calls ({run.halt_reason}); expected "
-                   f"exactly {MAX_STEPS}, halted by max_steps")
+                   f"exactly {MAX_STEPS}, halted by max_steps", hint)
 
 
 @q2.test(f"one worker, no crash: the run halts at {MAX_STEPS} model calls",
