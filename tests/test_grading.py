@@ -6,16 +6,21 @@ grading that copy exactly as an instructor would. Each graded notebook starts a 
 (about a second), so these tests take a while; the in-process checks at the end are fast.
 """
 
+import hashlib
 import json
 import linecache
 import os
+import random
+import sqlite3
 import subprocess
 import sys
 
 import nbformat
 import pytest
 
-from durable_lite.grading import checker, exercise
+import durable_lite as dl
+from durable_lite.examples import email_customer, lookup_order, world_at
+from durable_lite.grading import checker, checks, exercise
 from durable_lite.grading.checks import RESULTS_ENV
 from durable_lite.grading.grader import grade_notebook
 from durable_lite.grading.portable import NotPortable, module_source
@@ -281,7 +286,11 @@ def test_check_appends_one_json_line_for_the_grader(tmp_path, monkeypatch, capsy
     results = tmp_path / "results.jsonl"
     monkeypatch.setenv(RESULTS_ENV, str(results))
     check = checker("04_determinism")
-    check("q3", lambda engine, run_id: None)
+
+    def refresh_lookup(engine, run_id):
+        raise NotImplementedError("still the stub")
+
+    check("q3", refresh_lookup)
     (line,) = results.read_text().splitlines()
     record = json.loads(line)
     assert record["exercise"] == "04_determinism" and record["question"] == "q3"
@@ -345,3 +354,113 @@ def test_module_source_refuses_what_cannot_cross_a_process_boundary():
     cell = notebook_namespace(CELL)
     with pytest.raises(NotPortable, match="CONNECTION"):
         module_source(cell["uses_memory"])
+
+
+# wrong answers that used to pass, right answers that used to fail (in this process) ---------
+def run(exercise_id, qid, *answers):
+    return checks.run_question(exercise(exercise_id), qid, answers)
+
+
+def names_failing(result):
+    return [t.name for t in result.tests if t.status != checks.PASSED]
+
+
+def ex03_key(run_id, order_id):
+    return hashlib.sha256(f"{run_id}|{order_id}".encode()).hexdigest()
+
+
+def ex03_pay_once(db_path, folder, key, order_id, amount):
+    db = sqlite3.connect(db_path)
+    try:
+        db.execute("CREATE TABLE IF NOT EXISTS sent (key TEXT PRIMARY KEY, result TEXT NOT NULL)")
+        row = db.execute("SELECT result FROM sent WHERE key = ?", (key,)).fetchone()
+        if row is not None:
+            return json.loads(row[0])
+        answer = world_at(folder).careless.refund(order_id, amount)
+        db.execute("INSERT INTO sent VALUES (?, ?)", (key, json.dumps(answer)))
+        db.commit()
+        return answer
+    finally:
+        db.close()
+
+
+@dl.workflow("test-ex03-pays-outside-a-step", version=1)
+def pays_outside_a_step(ctx, folder, db_path, order_id, amount):
+    order = ctx.step("lookup", lookup_order, folder, order_id)
+    key = ex03_key(ctx.run_id, order_id)
+    payment = ex03_pay_once(db_path, folder, key, order_id, amount)   # wrong: not a step
+    return {"order": order["id"], "refund_id": payment["refund_id"], "amount": amount}
+
+
+def test_03_paying_outside_a_step_fails_q4():
+    # The table alone keeps the payment single, so this used to score full marks; but the
+    # payment runs again on every replay, and the task asks for a "refund" step.
+    result = run("03_idempotency", "q4", pays_outside_a_step)
+    assert names_failing(result) == ["no crash: one refund, and the result names it"]
+    assert "['lookup']" in result.tests[0].message and "ctx.step" in result.tests[0].hint
+
+
+def classify(folder, ticket):
+    return world_at(folder).llm.complete(f"Classify this support ticket: {ticket}")
+
+
+def forward(folder, desk, ticket):
+    return world_at(folder).mailer.send(f"{desk}@example.com", ticket)
+
+
+@dl.workflow("test-ex04-unrecorded-coin", version=1)
+def triage_with_unrecorded_coin(ctx, folder, ticket):
+    reply = ctx.step("classify", classify, folder, ticket)
+    desk = "refunds" if "refund" in reply["text"] else "helpdesk"
+    ctx.step(desk, forward, folder, desk, ticket)
+    audited = random.random() < 0.25          # wrong: drawn again on every replay
+    if audited:
+        ctx.step("audit", forward, folder, "audit", ticket)
+    return {"desk": desk, "audited": audited, "answer": reply["text"]}
+
+
+def test_04_an_unrecorded_coin_flip_fails_q2_every_time():
+    # random.random() differs between a run and its replay only sometimes; the check makes it
+    # differ every time, so this answer can no longer pass by luck.
+    random.seed(12345)
+    state = random.getstate()
+    for _ in range(3):
+        result = run("04_determinism", "q2", triage_with_unrecorded_coin)
+        assert names_failing(result) == [
+            "a crash at any point, then a resume: no NonDeterminismError",
+            "a crash at any point (outside the model step's own window), then a resume: the "
+            "same result as an uninterrupted run"]
+    assert random.getstate() == state          # the notebook's own random state is untouched
+
+
+@dl.workflow("test-ex04-model-step-named-otherwise", version=1)
+def triage_with_another_step_name(ctx, folder, ticket):
+    answer = ctx.step("ask-model", classify, folder, ticket)["text"]
+    desk = "refunds" if "refund" in answer else "helpdesk"
+    ctx.step(desk, forward, folder, desk, ticket)
+    flip = ctx.random()
+    if flip < 0.25:
+        ctx.step("audit", forward, folder, "audit", ticket)
+    return {"desk": desk, "audited": flip < 0.25, "answer": answer}
+
+
+@dl.workflow("test-ex04-clock-read-after-lookup", version=1)
+def receipt_reading_the_clock_after_the_lookup(ctx, folder, order_id):
+    order = ctx.step("lookup", lookup_order, folder, order_id)
+    issued_at = ctx.now()                      # recorded: right, though later than the given code
+    receipt_id = "rcpt-" + ctx.uuid()
+    ctx.step("email", email_customer, folder, order["email"],
+             f"Receipt {receipt_id} for order {order_id}")
+    return {"receipt": receipt_id, "issued_at": issued_at, "order": order_id}
+
+
+def test_04_correct_answers_written_differently_pass():
+    assert run("04_determinism", "q2", triage_with_another_step_name).status == checks.PASSED
+    assert run("04_determinism", "q1", receipt_reading_the_clock_after_the_lookup).status \
+        == checks.PASSED
+
+
+def test_a_function_without_return_is_failed_not_unattempted():
+    result = run("01_naive_retry", "q2", lambda step, when: None)
+    assert result.status == checks.FAILED
+    assert "returned None" in result.tests[0].message and "return" in result.tests[0].hint

@@ -17,7 +17,7 @@ from ..errors import Crash
 from ..faults import every_crash_point
 from .checks import Exercise, Fail, NotAttempted
 from .child import run_fresh, write_module
-from .harness import EngineRuns, crash_label, needs_callable, needs_workflow, scratch
+from .harness import EngineRuns, crash_label, needs_callable, needs_workflow, scratch, step_names
 from .portable import NotPortable, module_source
 
 EXERCISE = Exercise("03_idempotency", "Keys, a dedupe table, and the window",
@@ -55,7 +55,8 @@ def _key(refund_key, run_id, order_id):
     needs_callable(refund_key, "refund_key")
     key = refund_key(run_id, order_id)
     if key is None:
-        raise NotAttempted("refund_key returned None")
+        raise Fail(f"refund_key({run_id!r}, {order_id!r}) returned None",
+                   "return the key (a string); a function without a `return` line returns None")
     return key
 
 
@@ -152,7 +153,14 @@ class Bench:
 
     def call(self, key, order_id="A-17", amount=40, fail=None, db=None):
         db = db or self.open()
-        return self.refund_once(db, Provider(self.careless, fail), key, order_id, amount)
+        try:
+            return self.refund_once(db, Provider(self.careless, fail), key, order_id, amount)
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc):
+                raise
+            raise Fail(f"the sent table is locked ({exc}): an earlier connection wrote to it "
+                       "and never committed, so nobody else can write, and a crash would "
+                       "lose that row", "call db.commit() right after the INSERT") from None
 
     def restart_and_call(self, key, **kw):
         """As after a crash: a new connection (the old one died with the process)."""
@@ -175,7 +183,9 @@ def _(refund_once, open_sent):
         key, = fresh_keys("key")
         got = bench.call(key)
         if bench.refunds != 1:
-            raise Fail(f"the provider paid {bench.refunds} times; expected once")
+            raise Fail(f"the provider paid {bench.refunds} times; expected once",
+                       "pay through the provider passed in: provider.refund(order_id, amount)"
+                       if bench.refunds == 0 else "")
         if not isinstance(got, dict) or got.get("refund_id") != "R-1":
             raise Fail(f"refund_once returned {got!r}; expected the provider's answer "
                        "(with refund_id 'R-1')")
@@ -312,6 +322,10 @@ def _measure(bench, moment):
     return bench.refunds - before
 
 
+# What a table checked before the call and committed after it pays, per moment of death.
+TABLE_PAYS = {"before_call": 1, "after_call": 2, "after_record": 1}
+
+
 def _window_test(moment):
     def test(window, refund_once, open_sent):
         if not isinstance(window, dict) or set(window) != set(MOMENTS):
@@ -319,15 +333,18 @@ def _window_test(moment):
         guess = window[moment]
         if guess is None:
             raise NotAttempted(f"window[{moment!r}] is still None")
+        if isinstance(guess, str):
+            raise Fail(f"window[{moment!r}] is the text {guess!r}", "write a number, without quotes")
         with scratch("ex03") as folder:
             actual = _measure(Bench(folder, refund_once, open_sent), moment)
+        if actual != TABLE_PAYS[moment]:
+            raise Fail(f"when {MOMENTS[moment]} and the call is retried, your refund_once paid "
+                       f"{actual} time(s): not what q2's refund_once (check the table, call, "
+                       "then record and commit) pays, so your prediction cannot be scored yet",
+                       "make q2 pass first")
         if guess != actual:
             raise Fail(f"when {MOMENTS[moment]} and the call is retried, you predicted "
                        f"{guess!r} refund(s); your refund_once paid {actual}")
-        if moment == "after_call" and actual != 2:
-            raise Fail(f"when {MOMENTS[moment]}, your refund_once paid {actual} time(s) on the "
-                       "retry; with a table checked before the call and written after it, "
-                       "that gap should pay twice", "is refund_once (q2) working?")
     return test
 
 
@@ -357,14 +374,53 @@ def _run(keyed_refund, folder, run_id=None, crash=None, runs=None):
     return run.result, examples.world_at(world).careless.count()
 
 
+def _keys_recorded(folder) -> list:
+    """The keys pay_once recorded in the run's dedupe table (none if it was never opened)."""
+    path = os.path.join(folder, "sent.db")
+    if not os.path.exists(path):
+        return []
+    db = sqlite3.connect(path)
+    try:
+        return [k for k, in db.execute("SELECT key FROM sent")]
+    except sqlite3.DatabaseError:
+        return []
+    finally:
+        db.close()
+
+
+def _paid_twice(crash, refunds, keys):
+    """Why a crash and a resume paid more than once, as far as the table can tell."""
+    where = f"crash {crash_label(crash)}, then resume: the provider paid {refunds} times"
+    if len(keys) > 1:
+        return Fail(f"{where}, under {len(keys)} different keys for one run: the key changed "
+                    "when the workflow ran again",
+                    "derive the key only from what a replay sees again: "
+                    "refund_key(ctx.run_id, order_id), no clock, no uuid4()")
+    if not keys:
+        return Fail(f"{where}, and the sent table recorded no key",
+                    "pay through pay_once(db_path, folder, key, order_id, amount) inside "
+                    "ctx.step('refund', ...): the careless provider ignores keys, your table "
+                    "is what remembers")
+    return Fail(f"{where}, with one key recorded: the table did not stop the second payment",
+                "make q2 pass first: refund_once must find the key it recorded and not pay again")
+
+
 @q4.test("no crash: one refund, and the result names it",
          hint="lookup, then a key from refund_key(ctx.run_id, order_id), then "
               "ctx.step('refund', pay_once, ...)")
 def _(keyed_refund):
     with scratch("ex03") as folder:
-        result, refunds = _run(keyed_refund, folder)
+        runs = EngineRuns(folder)
+        run_id, = fresh_keys("refund-A-17")
+        result, refunds = _run(keyed_refund, folder, run_id=run_id, runs=runs)
+        steps = step_names(runs.engine(), run_id)
     if refunds != 1:
         raise Fail(f"the provider paid {refunds} times; expected once")
+    if steps != ["lookup", "refund"]:
+        raise Fail(f"the run recorded the steps {steps}; expected ['lookup', 'refund']",
+                   "do each piece of work in its own ctx.step: ctx.step('lookup', lookup_order, "
+                   "...) and ctx.step('refund', pay_once, ...); work done outside a step runs "
+                   "again on every replay")
     if not isinstance(result, dict) or result.get("refund_id") != "R-1":
         raise Fail(f"the run returned {result!r}; expected a dict with refund_id 'R-1'")
 
@@ -372,16 +428,16 @@ def _(keyed_refund):
 @q4.test("a crash at each of the 6 crash points, then a resume: exactly one refund, and the "
          "result of an uninterrupted run",
          hint="the key must be the same on the resume (refund_key of ctx.run_id and the order), "
-              "and the payment must go through pay_once inside a ctx.step")
+              "and the payment must go through pay_once inside a ctx.step; q1 and q2 must pass")
 def _(keyed_refund):
     with scratch("ex03") as folder:
         expected, _ = _run(keyed_refund, folder)
     for crash in every_crash_point(["lookup", "refund"]):
         with scratch("ex03") as folder:
             result, refunds = _run(keyed_refund, folder, crash=crash)
+            keys = _keys_recorded(folder)
         if refunds != 1:
-            raise Fail(f"crash {crash_label(crash)}, then resume: the provider paid {refunds} "
-                       "times; expected once")
+            raise _paid_twice(crash, refunds, keys)
         if result != expected:
             raise Fail(f"crash {crash_label(crash)}, then resume: the run returned {result!r}; "
                        f"an uninterrupted run returns {expected!r}")
