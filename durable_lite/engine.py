@@ -341,6 +341,9 @@ class Engine:
         try:
             try:
                 result = wf.fn(ctx, *args, **kwargs)
+                # Encoded here so a result JSON cannot hold fails the run like any other
+                # error, instead of leaving it "running" for every recover() to trip over.
+                text = jsonvalue.encode(result, what=f"the workflow of run {run_id!r} returned")
             finally:
                 ctx._check_usable()       # a fatal error the workflow caught still ends it
         except Park as park:
@@ -370,7 +373,6 @@ class Engine:
                     f"{entries[ctx.position].label!r}")
                 self._event(run_id, "diverged", detail=str(error))
                 raise error
-            text = jsonvalue.encode(result, what=f"the workflow of run {run_id!r} returned")
             self.store.update_run(run_id, owner=self.worker, status=COMPLETED, result_json=text,
                                   updated_at=self.clock())
             self._event(run_id, "completed")

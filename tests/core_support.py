@@ -60,6 +60,23 @@ def fresh(store_path, stores, clock):
     return make
 
 
+@pytest.fixture(params=["memory", "sqlite"])
+def any_store(request, store_path, stores):
+    """Each test that uses it runs twice: the two stores must behave the same."""
+    return dl.MemoryStore() if request.param == "memory" else stores(store_path)
+
+
+@pytest.fixture
+def eng(any_store, clock):
+    """An engine on `any_store`."""
+    return dl.Engine(any_store, clock, ids=dl.SequentialIds("id"), seed=3)
+
+
+def again(engine, **options):
+    """A second engine on the same store: another worker, or the same code after a restart."""
+    return dl.Engine(engine.store, engine.clock, ids=dl.SequentialIds("again"), **options)
+
+
 class Calls:
     """Counts calls to step functions by name (a stand-in for an outside effect)."""
 
@@ -101,5 +118,5 @@ def python_path():
     return [TESTS_DIR, os.path.dirname(TESTS_DIR)]
 
 
-__all__ = ["clock", "folder", "store_path", "stores", "engine", "fresh", "Calls", "step_entries",
-           "count_writes", "python_path", "TESTS_DIR", "dl", "pytest", "sys", "os"]
+__all__ = ["clock", "folder", "store_path", "stores", "engine", "fresh", "any_store", "eng", "again",
+           "Calls", "step_entries", "count_writes", "python_path", "TESTS_DIR", "dl", "pytest", "sys", "os"]
