@@ -45,7 +45,10 @@ class MemoryStore(Store):
 
     def list_runs(self, statuses=()):
         wanted = set(statuses)
-        return [replace(r) for r in self._runs.values() if not wanted or r.status in wanted]
+        runs = [replace(r) for r in self._runs.values() if not wanted or r.status in wanted]
+        # The same order as SQLiteStore (ties on a fake clock are common), so recover()
+        # visits runs in one order whichever store holds them.
+        return sorted(runs, key=lambda r: (r.created_at, r.run_id))
 
     def load_entries(self, run_id):
         return [replace(e) for e in self._entries.get(run_id, [])]
