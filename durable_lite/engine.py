@@ -20,7 +20,7 @@ from .lease import HOST, Heartbeat, owner_is_dead
 from .policy import Budget, Usage
 from .run import Run
 from .store.records import (COMPLETED, ERROR, FAILED, HALTED, RUNNING, SLEEPING,
-                            STEP, WAITING, Event, RunRecord)
+                            STEP, TIMER, WAITING, Event, RunRecord)
 from .workflow import Workflow, latest, lookup
 
 
@@ -223,23 +223,39 @@ class Engine:
         return self.store.events(run_id)
 
     def invalidate(self, run_id: str, step: str) -> List[str]:
-        """Forget the checkpoint of `step` (a label such as "draft" or "search#2") and every
-        entry after it, so the next resume executes them again. Use it when a memo is stale
-        on purpose (the source data changed). Returns the labels discarded; what they held
-        is kept in the run's event log.
+        """Forget the checkpoint of `step` (a label such as "draft" or "search#2"; a failed
+        step the workflow caught counts too) and every entry after it, so the next resume
+        executes them again. Use it when a memo is stale on purpose (the source data
+        changed). Returns the labels discarded: steps, and waits and sleeps, which wait
+        again from scratch (a signal a wait received is not handed back). What every
+        discarded entry held is kept in the run's event log.
+
+        Raises LeaseHeldError while another worker executes the run: its next checkpoint
+        would land after the gap this leaves.
         """
         record = self._record(run_id)
-        entries = self.store.load_entries(run_id)
-        match = [e for e in entries if e.label == step and e.kind == STEP]
-        if not match:
-            labels = [e.label for e in entries if e.kind == STEP]
-            raise KeyError(f"run {run_id!r} has no recorded step {step!r} (it has {labels})")
-        removed = self.store.discard_entries_from(run_id, match[0].position)
-        for e in removed:
-            self._event(run_id, "invalidated", position=e.position, name=e.label, detail=e.result_json)
-        if record.status in (COMPLETED, FAILED):
-            self.store.update_run(run_id, status=RUNNING, result_json=None, error=None)
-        return [e.label for e in removed if e.kind == STEP]
+        if not self._take_lease(run_id, record):
+            raise LeaseHeldError(f"run {run_id!r} is being executed by worker {record.lease_owner}; "
+                                 f"invalidate {step!r} when it has stopped or parked")
+        try:
+            record = self._record(run_id)     # re-read under the lease
+            entries = self.store.load_entries(run_id)
+            match = [e for e in entries if e.label == step and e.kind in (STEP, ERROR)]
+            if not match:
+                labels = [e.label for e in entries if e.kind in (STEP, ERROR)]
+                raise KeyError(f"run {run_id!r} has no recorded step {step!r} (it has {labels})")
+            removed = self.store.discard_entries_from(run_id, match[0].position)
+            for e in removed:
+                self._event(run_id, "invalidated", position=e.position, name=e.label, detail=e.result_json)
+            if record.status != HALTED:       # a halted run stays halted until a new budget
+                # Finished or parked, it has work to do again now: recover() must see it.
+                self.store.update_run(run_id, owner=self.worker, status=RUNNING, result_json=None,
+                                      error=None, waiting_for=None, wake_at=None)
+        finally:
+            self._lease_until.pop(run_id, None)
+            self.store.release_lease(run_id, self.worker)
+        # One label per step, wait and sleep (each wait or sleep starts with its timer).
+        return [e.label for e in removed if e.kind in (STEP, ERROR, TIMER)]
 
     # internals --------------------------------------------------------------------------
     def _record(self, run_id):
