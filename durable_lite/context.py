@@ -29,6 +29,7 @@ with NonDeterminismError.
 
 import functools
 import json
+import math
 import threading
 
 from . import jsonvalue
@@ -148,13 +149,29 @@ class Context:
         text, value = jsonvalue.roundtrip(
             result, what=lambda: f"step {label!r} of run {self.run_id!r} returned")
         engine._fault_point(spec.name, occurrence, AFTER_EFFECT)
-        cost = spec.cost_of(value)
+        cost = self._cost_of(spec, label, value)
         self._commit(Entry(position, STEP, spec.name, occurrence, text, attempts, started,
                            engine.clock(), engine.worker, cost), label)
         self.usage.steps += 1
         self.usage.cost += cost
         engine._fault_point(spec.name, occurrence, AFTER_CHECKPOINT)
         return value
+
+    def _cost_of(self, spec, label, value) -> float:
+        """The step's cost, which budgets add up: a finite number >= 0, or the run stops.
+
+        Fatal like a result JSON cannot hold: the step has no checkpoint, so the workflow
+        must not carry on to the next position as if it had one.
+        """
+        try:
+            cost = spec.cost_of(value)
+            if not 0 <= cost < math.inf:          # also refuses NaN
+                raise ValueError(f"got {cost!r}")
+            return cost
+        except Exception as exc:
+            self.fatal = ValueError(f"step {label!r} of run {self.run_id!r}: its cost must be a "
+                                    f"finite number >= 0 ({type(exc).__name__}: {exc})")
+            raise self.fatal from exc
 
     def _attempt(self, spec, label, position, fn, args, kwargs):
         engine = self._engine

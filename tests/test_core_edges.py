@@ -282,3 +282,22 @@ def test_two_engines_starting_one_run_id_in_turn_execute_each_step_once(eng):
     assert run.result == ["a-done", "b-done"] and run.replayed == ["a"] and run.executed == ["b"]
     assert again(eng).start(wf, run_id="tw").result == ["a-done", "b-done"]
     assert calls.counts == {"a": 1, "b": 1}
+
+
+# a step's cost --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("cost", [lambda r: r["usd"], lambda r: None, float("nan"), float("inf"), -1.0],
+                         ids=["raises", "none", "nan", "inf", "negative"])
+def test_a_cost_that_is_not_a_finite_non_negative_number_fails_the_run_naming_the_step(eng, cost):
+    @dl.workflow("edge-bad-cost")
+    def wf(ctx):
+        try:
+            ctx.step(dl.Step("llm", cost=cost), lambda: {"text": "hi"})
+        except Exception:
+            pass                       # the workflow cannot carry on past it
+        return ctx.step("after", lambda: "went on")
+
+    run = eng.start(wf, run_id="bc")
+    assert run.status == "failed"
+    assert "step 'llm' of run 'bc'" in run.error and "cost" in run.error
+    assert eng.store.load_entries("bc") == [] and run.cost == 0
