@@ -240,8 +240,10 @@ class Context:
     def wait_for_signal(self, name: str, timeout: float):
         """Park the run until `engine.signal(run_id, name, payload)` or `timeout` seconds pass.
 
-        Returns the payload, or None if the deadline passed first. While parked, no thread
-        or process is held: the call to start/resume returns a run with status 'waiting'.
+        Returns the payload, or None if the deadline passed first: a signal sent after the
+        deadline (by the sender's clock) is kept for a later wait of that name, however late
+        the run is resumed. While parked, no thread or process is held: the call to
+        start/resume returns a run with status 'waiting'.
         """
         self._check_usable()
         if timeout is None or timeout <= 0:
@@ -261,7 +263,9 @@ class Context:
             return recorded
         engine = self._engine
         now = engine.clock()
-        pending = engine.store.pending_signal(self.run_id, name)
+        # Only a signal sent by the deadline answers the wait: the outcome must not depend
+        # on how soon after the deadline some worker happened to resume the run.
+        pending = engine.store.pending_signal(self.run_id, name, sent_by=deadline)
         if pending is not None:
             signal_id, payload_json = pending
             engine.store.consume_signal_into(

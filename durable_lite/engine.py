@@ -140,7 +140,8 @@ class Engine:
     def _is_due(self, record) -> bool:
         if record.status == WAITING:
             return (record.wake_at <= self.clock()
-                    or self.store.pending_signal(record.run_id, record.waiting_for) is not None)
+                    or self.store.pending_signal(record.run_id, record.waiting_for,
+                                                 sent_by=record.wake_at) is not None)
         if record.status == SLEEPING:
             return record.wake_at <= self.clock()
         return record.status == RUNNING

@@ -141,6 +141,23 @@ def test_resuming_a_waiting_run_before_its_deadline_keeps_the_deadline(eng, cloc
     assert run.status == "completed" and run.result == [None]
 
 
+def test_a_signal_sent_after_the_deadline_does_not_answer_the_wait(eng, clock):
+    eng.start(signal_loop, 1, run_id="late")
+    clock.advance(150)                          # the deadline passed at 100; nobody resumed
+    eng.signal("late", "go", "too late")
+    run = again(eng).resume("late")
+    assert run.result == [None]                 # as if a worker had resumed it at 100
+    assert eng.store.pending_signal("late", "go")[1] == '"too late"'   # kept, not consumed
+
+
+def test_a_signal_sent_before_the_deadline_answers_the_wait_even_if_resumed_after(eng, clock):
+    eng.start(signal_loop, 1, run_id="in-time")
+    clock.advance(100)                          # exactly at the deadline: still in time
+    eng.signal("in-time", "go", "just in time")
+    clock.advance(500)
+    assert [r.result for r in again(eng).recover()] == [["just in time"]]
+
+
 def test_a_halted_run_keeps_a_signal_for_when_it_gets_a_new_budget(eng):
     @dl.workflow("edge-halted-signal")
     def wf(ctx):

@@ -102,7 +102,8 @@ def test_a_timeout_is_required_and_must_be_positive(engine):
 def test_a_signal_can_come_from_another_process(engine, store_path, tmp_path):
     engine.start(approval, 40, run_id="ap")
     script = ("import sys, durable_lite as dl\n"
-              "dl.Engine(dl.SQLiteStore(sys.argv[1])).signal('ap', 'approved', {'by': 'ops'})\n")
+              # on the same (fake) clock as the run: a signal counts if sent by the deadline
+              "dl.Engine(dl.SQLiteStore(sys.argv[1]), dl.FakeClock()).signal('ap', 'approved', {'by': 'ops'})\n")
     subprocess.run([sys.executable, "-c", script, store_path], check=True)
     assert engine.resume("ap").result["by"] == "ops"
 
@@ -148,12 +149,12 @@ def test_recover_resumes_exactly_the_runs_whose_time_has_come(engine, fresh, clo
     engine.start(approval, 4, run_id="done")
     engine.signal("done", "approved", {"by": "x"})
     engine.resume("done")
+    engine.signal("wait-signalled", "approved", {"by": "ana"})   # in time; nobody resumes it
     with pytest.raises(dl.Crash):
         dl.Engine(engine.store, clock, crash_at=dl.faults.CrashAt("b", "before_step")).start(
             interrupted, run_id="crashed")
     clock.advance(1.5 * DAY)
     engine.start(approval, 3, run_id="wait-later")       # its deadline is after the jump
-    engine.signal("wait-signalled", "approved", {"by": "ana"})
     clock.advance(0.5 * DAY)                             # two days after the first starts
     recovered = {run.run_id: run for run in fresh().recover()}
     assert set(recovered) == {"wait-signalled", "wait-expires", "nap-day", "crashed"}

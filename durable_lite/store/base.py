@@ -47,8 +47,9 @@ class Store:
     def add_signal(self, run_id: str, name: str, payload_json: str, at: float) -> None:
         raise NotImplementedError
 
-    def pending_signal(self, run_id: str, name: str) -> Optional[tuple]:
-        """(signal id, payload json) of the oldest unconsumed signal with that name."""
+    def pending_signal(self, run_id: str, name: str, sent_by: Optional[float] = None) -> Optional[tuple]:
+        """(signal id, payload json) of the oldest unconsumed signal with that name (sent at
+        or before `sent_by`, if given: a wait's deadline)."""
         raise NotImplementedError
 
     def consume_signal_into(self, run_id: str, signal_id: int, entry: Entry) -> None:

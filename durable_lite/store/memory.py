@@ -21,7 +21,7 @@ class MemoryStore(Store):
     def __init__(self):
         self._runs = {}
         self._entries = {}
-        self._signals = []          # [id, run_id, name, payload_json, consumed]
+        self._signals = []          # [id, run_id, name, payload_json, consumed, sent_at]
         self._events = []
         self._ids = itertools.count(1)
 
@@ -76,11 +76,12 @@ class MemoryStore(Store):
         return removed
 
     def add_signal(self, run_id, name, payload_json, at):
-        self._signals.append([next(self._ids), run_id, name, payload_json, False])
+        self._signals.append([next(self._ids), run_id, name, payload_json, False, at])
 
-    def pending_signal(self, run_id, name):
+    def pending_signal(self, run_id, name, sent_by=None):
         for sig in self._signals:
-            if sig[1] == run_id and sig[2] == name and not sig[4]:
+            if (sig[1] == run_id and sig[2] == name and not sig[4]
+                    and (sent_by is None or sig[5] <= sent_by)):
                 return sig[0], sig[3]
         return None
 

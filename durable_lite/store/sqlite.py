@@ -181,10 +181,12 @@ class SQLiteStore(Store):
         self._db.execute("INSERT INTO signals (run_id, name, payload, sent_at) VALUES (?, ?, ?, ?)",
                          (run_id, name, payload_json, at))
 
-    def pending_signal(self, run_id, name):
+    def pending_signal(self, run_id, name, sent_by=None):
+        late = "" if sent_by is None else " AND sent_at <= ?"
+        params = (run_id, name) if sent_by is None else (run_id, name, sent_by)
         return self._db.execute(
-            "SELECT id, payload FROM signals WHERE run_id = ? AND name = ? AND consumed = 0 "
-            "ORDER BY id LIMIT 1", (run_id, name)).fetchone()
+            "SELECT id, payload FROM signals WHERE run_id = ? AND name = ? AND consumed = 0"
+            f"{late} ORDER BY id LIMIT 1", params).fetchone()
 
     def consume_signal_into(self, run_id, signal_id, entry):
         db = self._db
