@@ -147,13 +147,19 @@ class Engine:
         return record.status == RUNNING
 
     # signals ----------------------------------------------------------------------------
-    def signal(self, run_id: str, name: str, payload=None) -> None:
+    def signal(self, run_id: str, name: str, payload=True) -> None:
         """Deliver a signal durably. A signal sent before the run waits for it is kept.
         Any run that has not completed can receive one (a failed or halted run may still
         be resumed).
 
+        `payload` is what the run's `wait_for_signal` returns: any JSON value except None,
+        which is how a wait says its deadline passed. With no payload the wait gets True.
         The run continues at the next `resume` or `recover` (in any process).
         """
+        if payload is None:
+            raise ValueError(f"signal {name!r} to run {run_id!r}: the payload cannot be None, "
+                             "because the waiting workflow reads None as 'the deadline passed'. "
+                             "Send a value, e.g. {'approved': False}.")
         record = self._record(run_id)
         if record.status == COMPLETED:      # failed and halted runs can still be resumed
             raise RunFinishedError(f"run {run_id!r} is {record.status}; it cannot receive signal {name!r}")

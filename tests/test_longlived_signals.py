@@ -165,3 +165,15 @@ def test_recover_resumes_exactly_the_runs_whose_time_has_come(engine, fresh, clo
     assert engine.get("nap-week").status == "sleeping"
     assert engine.get("failed").status == "failed"       # failures wait for an explicit resume
     assert fresh().recover() == []
+
+
+def test_a_signal_cannot_look_like_a_timeout(engine):
+    @dl.workflow("ll-bare-signal")
+    def bare(ctx):
+        return ctx.wait_for_signal("go", timeout=60)
+
+    engine.start(bare, run_id="bare")
+    with pytest.raises(ValueError, match="'go'.*'bare'.*None"):
+        engine.signal("bare", "go", None)
+    engine.signal("bare", "go")                 # no payload: the wait gets True, not None
+    assert engine.resume("bare").result is True
