@@ -92,7 +92,8 @@ class Context:
         # Usage up to the current position: replayed steps add their recorded counts, so
         # the workflow reads the same numbers live and on replay, and the budget check
         # before new work sees everything the run has ever executed.
-        self.usage = Usage()
+        # It starts from what discarded checkpoints had used (engine.invalidate).
+        self.usage = Usage(run.spent_steps, run.spent_cost)
         self.budget = budget
         self.executed = []
         self.replayed = []

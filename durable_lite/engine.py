@@ -170,7 +170,8 @@ class Engine:
     # reading ----------------------------------------------------------------------------
     def get(self, run_id: str) -> Run:
         """The run as the store has it now."""
-        return self._snapshot(self._record(run_id), self._usage(self.store.load_entries(run_id)))
+        record = self._record(run_id)
+        return self._snapshot(record, self._usage(self.store.load_entries(run_id), record))
 
     @staticmethod
     def _snapshot(record, usage, executed=(), replayed=()) -> Run:
@@ -251,6 +252,12 @@ class Engine:
             if not match:
                 labels = [e.label for e in entries if e.kind in (STEP, ERROR)]
                 raise KeyError(f"run {run_id!r} has no recorded step {step!r} (it has {labels})")
+            # The discarded work was done and paid for: the budget keeps counting it. Recorded
+            # before the discard, so a crash in between can only over-count, never forget.
+            doomed = self._usage([e for e in entries if e.position >= match[0].position])
+            self.store.update_run(run_id, owner=self.worker,
+                                  spent_steps=record.spent_steps + doomed.steps,
+                                  spent_cost=record.spent_cost + doomed.cost)
             removed = self.store.discard_entries_from(run_id, match[0].position)
             for e in removed:
                 self._event(run_id, "invalidated", position=e.position, name=e.label, detail=e.result_json)
@@ -272,10 +279,15 @@ class Engine:
         return record
 
     @staticmethod
-    def _usage(entries) -> Usage:
-        """Budget counters, derived from the checkpoints: a failed step counts as executed."""
+    def _usage(entries, record=None) -> Usage:
+        """Budget counters, derived from the checkpoints (a failed step counts as executed),
+        plus, given the run's record, what checkpoints discarded by invalidate() had used."""
         steps = [e for e in entries if e.kind in (STEP, ERROR)]
-        return Usage(len(steps), sum(e.cost for e in steps))
+        usage = Usage(len(steps), sum(e.cost for e in steps))
+        if record is not None:
+            usage.steps += record.spent_steps
+            usage.cost += record.spent_cost
+        return usage
 
     def _event(self, run_id, kind, position=None, name=None, detail=None):
         self.store.add_event(Event(run_id, self.clock(), kind, position, name, self.worker, detail))
@@ -401,7 +413,8 @@ class Engine:
             self._event(run_id, "completed")
         # Build the answer from what this execution already holds: no second read of the
         # run's checkpoints (that would cost as much as the replay itself).
-        return self._snapshot(self._record(run_id), self._usage(ctx.entries), ctx.executed, ctx.replayed)
+        final = self._record(run_id)
+        return self._snapshot(final, self._usage(ctx.entries, final), ctx.executed, ctx.replayed)
 
 
 def _earliest(*times):

@@ -87,3 +87,17 @@ def test_invalidate_waits_while_another_worker_executes_the_run(eng):
     assert refused and run.status == "completed" and run.result == ["a", "b", "c"]
     assert [e.position for e in eng.store.load_entries("busy")] == [0, 1, 2]
     assert other.invalidate("busy", "b") == ["b", "c"]      # once it has stopped, it may
+
+
+def test_invalidated_work_still_counts_against_the_budget(eng):
+    @dl.workflow("edge-invalidate-budget")
+    def priced(ctx):
+        return [ctx.step(dl.Step(f"call-{i}", cost=0.25), lambda: i) for i in range(3)]
+
+    run = eng.start(priced, run_id="inv-budget", budget=dl.Budget(max_steps=5))
+    assert (run.status, run.steps, run.cost) == ("completed", 3, 0.75)
+    eng.invalidate("inv-budget", "call-0")               # throw all three away...
+    assert (eng.get("inv-budget").steps, eng.get("inv-budget").cost) == (3, 0.75)
+    run = eng.resume("inv-budget")                      # ...and redo them: 6 > 5
+    assert run.status == "halted" and "max_steps=5" in run.halt_reason
+    assert (run.steps, run.cost) == (5, 1.25)

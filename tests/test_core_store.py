@@ -9,7 +9,7 @@ import sqlite3
 from core_support import *  # noqa: F401,F403
 
 from durable_lite.errors import StoreFileError
-from durable_lite.store.schema import SCHEMA_1, SCHEMA_VERSION
+from durable_lite.store.schema import MIGRATIONS, SCHEMA_1, SCHEMA_VERSION
 
 
 def digest(path):
@@ -89,6 +89,7 @@ def test_a_file_written_by_schema_1_is_migrated_with_its_data_intact(tmp_path, s
     record = store.get_run("old-1")
     assert (record.workflow, record.args_json, record.status) == ("core-migrated", '["A-1"]', "running")
     assert record.lease_owner is None                          # new column, empty
+    assert (record.spent_steps, record.spent_cost) == (0, 0.0)  # schema 3's columns, zero
     (entry,) = store.load_entries("old-1")
     assert (entry.label, entry.result_json, entry.worker) == ("lookup", '{"order": "A-1"}', "old-worker")
     assert store.events("old-1") == []                         # new table, empty
@@ -134,3 +135,23 @@ def test_both_durability_levels_store_and_reopen(tmp_path, stores, clock):
         path = str(tmp_path / f"{level}.db")
         dl.Engine(stores(path, durability=level), clock).start(wf, run_id="d")
         assert dl.Engine(stores(path), clock).get("d").result == 42
+
+
+def test_a_file_written_by_schema_2_is_migrated_and_keeps_its_leases_and_events(tmp_path, stores):
+    path = str(tmp_path / "v2.db")
+    db = sqlite3.connect(path)
+    db.executescript(SCHEMA_1 + MIGRATIONS[2])     # exactly what schema 2 created
+    db.execute("INSERT INTO runs VALUES ('v2-1', 'core-v2', 1, '[]', '{}', 'running', 1.0, 2.0, "
+               "NULL, NULL, NULL, NULL, NULL, NULL, 'old-worker', 99.0)")
+    db.execute("INSERT INTO events (run_id, at, kind) VALUES ('v2-1', 1.0, 'started')")
+    db.commit()
+    db.close()
+    assert int(sqlite3.connect(path).execute(
+        "SELECT value FROM durable_lite_meta WHERE key='schema_version'").fetchone()[0]) == 2
+
+    store = stores(path)
+    assert store.schema_version() == SCHEMA_VERSION == 3
+    record = store.get_run("v2-1")
+    assert (record.lease_owner, record.lease_expires) == ("old-worker", 99.0)
+    assert (record.spent_steps, record.spent_cost) == (0, 0.0)
+    assert [e.kind for e in store.events("v2-1")] == ["started"]

@@ -42,6 +42,8 @@ class RunRecord:
     wake_at: Optional[float] = None
     lease_owner: Optional[str] = None
     lease_expires: Optional[float] = None
+    spent_steps: int = 0           # usage of checkpoints discarded by invalidate(), kept
+    spent_cost: float = 0.0        # so a budget still counts that work
 
 
 @dataclass

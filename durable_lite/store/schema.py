@@ -6,7 +6,7 @@ that is not a durable_lite database at all, is refused untouched.
 """
 
 APP = "durable_lite"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 # Schema 1: runs, checkpoints and signals. Kept verbatim so the migration can be tested
 # on a file that schema 1 really wrote.
@@ -73,5 +73,12 @@ CREATE TABLE events (
 );
 CREATE INDEX events_by_run ON events (run_id, seq);
 UPDATE durable_lite_meta SET value = '2' WHERE key = 'schema_version';
+""",
+    # Schema 3 remembers what discarded checkpoints had used (engine.invalidate), so a
+    # budget still counts work that was done and later thrown away.
+    3: """
+ALTER TABLE runs ADD COLUMN spent_steps INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN spent_cost REAL NOT NULL DEFAULT 0;
+UPDATE durable_lite_meta SET value = '3' WHERE key = 'schema_version';
 """,
 }

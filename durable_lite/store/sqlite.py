@@ -22,7 +22,7 @@ _SYNC = {"process": "NORMAL", "power": "FULL"}
 
 _RUN_COLUMNS = ("run_id", "workflow", "version", "args", "kwargs", "status", "created_at",
                 "updated_at", "result", "error", "budget", "halt_reason", "waiting_for",
-                "wake_at", "lease_owner", "lease_expires")
+                "wake_at", "lease_owner", "lease_expires", "spent_steps", "spent_cost")
 # RunRecord field name -> column name, where they differ.
 _FIELD_TO_COLUMN = {"args_json": "args", "kwargs_json": "kwargs", "result_json": "result",
                     "budget_json": "budget"}
