@@ -67,9 +67,6 @@ def refund(ctx, folder, order_id, amount, use_key=True, careless=False, key_noti
 
 
 # research ---------------------------------------------------------------------------------
-RESEARCH_STEPS = ("retrieval", "extraction", "drafting", "deliver")
-
-
 def research_world(folder):
     """The research world: drafting fails on its very first call, like the source script."""
     return world_at(folder, fail_first=(("drafting", 1),))

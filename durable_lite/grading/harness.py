@@ -9,7 +9,7 @@ from .. import examples
 from ..clock import FakeClock, SequentialIds
 from ..engine import Engine
 from ..errors import Crash
-from ..faults import CrashAt, every_crash_point
+from ..faults import CrashAt
 from ..store import SQLiteStore
 from .checks import Fail, NotAttempted
 
@@ -79,7 +79,3 @@ class EngineRuns:
 
 def step_names(engine, run_id):
     return [row["step"] for row in engine.history(run_id) if row["kind"] == "step"]
-
-
-def all_crash_points(steps):
-    return every_crash_point(steps)

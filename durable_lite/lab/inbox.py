@@ -122,7 +122,7 @@ class ApprovalInbox:
         raise KeyError(f"run {run_id!r} is not in the inbox (waiting: {waiting})")
 
     def refresh(self):
-        w, m = self._w, self.model
+        m = self.model
         pending = m.pending()
         self.rows = [self._row(run) for run in pending]
         self.list.children = [row.box for row in self.rows]
