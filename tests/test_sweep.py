@@ -340,3 +340,23 @@ def test_faults_does_not_import_the_engine_and_the_sweep_loads_on_first_use():
              "from durable_lite.child import run_in_child\n"
              "assert dl.faults.run_in_child is run_in_child\n")
     subprocess.run([sys.executable, "-c", probe], check=True)
+
+
+def test_the_playground_is_committed_clean():
+    """Executed, with no dead widget views, no machine paths, and links only to lessons
+    that exist."""
+    import json
+    import re
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    path = os.path.join(root, "notebooks", "crash_playground.ipynb")
+    with open(path, encoding="utf-8") as f:
+        nb = json.load(f)
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    assert all(c["execution_count"] for c in code)                    # committed executed
+    assert "dl.faults.sweep" in "".join(code[1]["source"])           # the first cell is the workflow
+    assert "ledger(" in "".join(code[0]["source"]) and "@dl.workflow" in "".join(code[0]["source"])
+    text = json.dumps([c["outputs"] for c in code])
+    assert "application/vnd.jupyter.widget-view+json" not in text and "widgets" not in nb["metadata"]
+    assert not re.search(r"/tmp/|/home/|/Users/|durable-lite-sweep-", text)
+    links = re.findall(r"\]\(([^)]+\.ipynb)\)", "".join("".join(c["source"]) for c in nb["cells"]))
+    assert links and all(os.path.exists(os.path.join(root, "notebooks", link)) for link in links)
