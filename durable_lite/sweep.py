@@ -195,7 +195,7 @@ def sweep(wf, *args, runner: str = "durable", real_kill: bool = False, waits="si
           leading: Optional[Callable] = None, effects: Optional[Callable] = None,
           restart_after: float = 0.0, max_attempts: int = 20, timeout: float = 60.0,
           workers: Optional[int] = None, progress: Optional[bool] = None,
-          run_id: Optional[str] = None, **kwargs) -> Sweep:
+          run_id=None, **kwargs) -> Sweep:
     """Crash `wf` at every point it reaches, finish each run, and compare the world's ledgers
     with an uncrashed run. `args` and `kwargs` go to the workflow as for `engine.start`,
     after the case's fresh world folder.
@@ -212,7 +212,8 @@ def sweep(wf, *args, runner: str = "durable", real_kill: bool = False, waits="si
     workers:       child processes at a time (real kills only; default: one per CPU core,
                    at most 4).
     progress:      a tqdm bar: None = when the sweep is big or uses real kills.
-    run_id:        the run's id in every case (default "<workflow>-sweep").
+    run_id:        the run's id in every case (default "<workflow>-sweep"), or fn(case) -> id
+                   for an id per case ("clean run", "crash at refund / after_effect").
 
     The names above are the sweep's own; every other keyword argument goes to the workflow.
     """
@@ -236,7 +237,7 @@ def sweep(wf, *args, runner: str = "durable", real_kill: bool = False, waits="si
 
 
 def crash_points(wf, *args, runner: str = "durable", waits="signal", leading=None, effects=None,
-                 run_id: Optional[str] = None, **kwargs):
+                 run_id=None, **kwargs):
     """The discovery half of a sweep: run `wf` once without a crash (in this process, in a
     temporary folder) and return (clean, points) — the clean run as `Sweep.clean` shows it,
     and every crash point it reached, in order, as `Point`s. The crash lab builds its menu
@@ -286,7 +287,7 @@ class _Plan:
         self.leading = leading or (lambda folder: [folder])
         self.effects = effects or world_effects
         self.restart_after, self.max_attempts, self.timeout = restart_after, max_attempts, timeout
-        self.run_id = run_id or f"{self.name}-sweep"
+        self.run_id = run_id or f"{self.name}-sweep"     # or a function of the case's name
         self.module = _importable_module(self.wf) if real_kill else None
         self.stopping = threading.Event()        # set when one case failed: the rest stop
 
@@ -387,6 +388,7 @@ class _Case:
         self.store_path = folder + ".runs.db"        # beside it, so `effects` counts only the world
         self.clock = FakeClock(START)
         self.what = "clean run" if point is None else f"crash at {point.step} / {point.when}"
+        self.run_id = plan.run_id(self.what) if callable(plan.run_id) else plan.run_id
 
     def args(self):
         return [*self.plan.leading(self.folder), *self.plan.args]
@@ -442,7 +444,7 @@ class _Case:
             return {}
         store = SQLiteStore(self.store_path)
         try:
-            entries = store.load_entries(self.plan.run_id)
+            entries = store.load_entries(self.run_id)
         finally:
             store.close()
         names = {SIGNAL: "wait", WOKE: "sleep"}
@@ -464,7 +466,7 @@ class _InProcess:
         try:
             if plan.runner == "naive":
                 runner = _WatchedNaive(seen, max_attempts=1, clock=clock, ids=ids, seed=0, crash_at=crash)
-                outcome = runner.run(plan.wf, *case.args(), run_id=plan.run_id, **plan.kwargs)
+                outcome = runner.run(plan.wf, *case.args(), run_id=case.run_id, **plan.kwargs)
                 if crash is not None and not runner._crashes:      # it fired: the queue redelivers
                     return {"crashed": True}
                 out = {"status": outcome.status, "result": outcome.result,
@@ -473,9 +475,9 @@ class _InProcess:
                 engine = _WatchedEngine(seen, self.store, clock, ids=ids, seed=0,
                                         worker=f"sweep-attempt-{n}", crash_at=crash)
                 if n == 1:
-                    run = engine.start(plan.wf, *case.args(), run_id=plan.run_id, **plan.kwargs)
+                    run = engine.start(plan.wf, *case.args(), run_id=case.run_id, **plan.kwargs)
                 else:
-                    run = engine.resume(plan.run_id)
+                    run = engine.resume(case.run_id)
                 out = {"status": run.status, "result": run.result, "error": run.error,
                        "waiting_for": run.waiting_for, "wake_at": run.wake_at}
         except Crash:
@@ -489,7 +491,7 @@ class _InProcess:
         return {"crashed": False, **out}
 
     def signal(self, name, payload):
-        Engine(self.store, self.case.clock, worker="sweep").signal(self.plan.run_id, name, payload)
+        Engine(self.store, self.case.clock, worker="sweep").signal(self.case.run_id, name, payload)
 
     def close(self):
         if self.store is not None:
@@ -512,7 +514,7 @@ class _RealKill:
                    "runner": "naive" if plan.runner == "naive" else "engine"}
         try:
             child = run_in_child(case.store_path, plan.module, plan.name, *case.args(),
-                                 run_id=plan.run_id, resume=n > 1 and plan.runner == "durable",
+                                 run_id=case.run_id, resume=n > 1 and plan.runner == "durable",
                                  crash_at=None if armed is None else armed.crash_at(kill=True),
                                  python_path=self.path, timeout=plan.timeout,
                                  engine_options=options, **plan.kwargs)
@@ -529,7 +531,7 @@ class _RealKill:
     def signal(self, name, payload):
         store = SQLiteStore(self.case.store_path)
         try:
-            Engine(store, self.case.clock, worker="sweep").signal(self.plan.run_id, name, payload)
+            Engine(store, self.case.clock, worker="sweep").signal(self.case.run_id, name, payload)
         finally:
             store.close()
 

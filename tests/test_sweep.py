@@ -172,6 +172,18 @@ def test_leading_arguments_and_effects_can_be_chosen_per_case():
     assert points(s.duplicates()) == [("refund", AFTER_EFFECT), ("note", AFTER_EFFECT)]
 
 
+def test_a_run_id_per_case_so_no_memory_keyed_by_run_id_carries_over():
+    ids = []
+
+    def fresh(case):
+        ids.append(f"run-{len(ids)}")
+        return ids[-1]
+
+    s = sweep(ex.refund, "A-17", 40, run_id=fresh, key_notices=True)
+    assert len(ids) == 1 + len(s.rows) == len(set(ids))
+    assert s.problems() == []          # results equal: keys differ per case, worlds are fresh
+
+
 def test_the_table_and_the_heat_map_show_the_rows():
     pytest.importorskip("pandas")
     pytest.importorskip("matplotlib")
