@@ -263,6 +263,7 @@ class Context:
         if recorded is not _MISSING:
             return recorded
         engine = self._engine
+        engine._fault_point(name, occurrence, BEFORE_STEP)      # reached, not yet answered
         now = engine.clock()
         # Only a signal sent by the deadline answers the wait: the outcome must not depend
         # on how soon after the deadline some worker happened to resume the run.
@@ -273,10 +274,12 @@ class Context:
                 self.run_id, signal_id,
                 Entry(position, SIGNAL, name, occurrence, payload_json, 1, now, now, engine.worker))
             self._log(_label(name, occurrence), "executed")
+            engine._fault_point(name, occurrence, AFTER_CHECKPOINT)
             return jsonvalue.decode(payload_json)
         if now >= deadline:
             self._commit(Entry(position, SIGNAL, name, occurrence, "null", 1, now, now, engine.worker),
                          _label(name, occurrence))
+            engine._fault_point(name, occurrence, AFTER_CHECKPOINT)
             return None
         raise Park(WAITING, name, deadline)
 
@@ -295,11 +298,13 @@ class Context:
         recorded = self._replay(position, WOKE, name, occurrence)
         if recorded is not _MISSING:
             return
+        self._engine._fault_point(name, occurrence, BEFORE_STEP)  # reached, not yet over
         now = self._engine.clock()
         if now < wake_at:
             raise Park(SLEEPING, name, wake_at)
         self._commit(Entry(position, WOKE, name, occurrence, json.dumps(now), 1, now, now,
                            self._engine.worker), _label(name, occurrence))
+        self._engine._fault_point(name, occurrence, AFTER_CHECKPOINT)
 
     # replay machinery -------------------------------------------------------------------
     def _claim(self, kind, name):

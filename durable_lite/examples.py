@@ -7,20 +7,12 @@ first argument, so every process talks to the same simulated bank, mailer and de
 refund:   lookup -> refund -> email -> close        (the chapter's support-agent story)
 research: retrieval -> extraction (+ email) -> drafting -> deliver
           (the review's companion script: drafting fails on its first call)
+approved-refund: lookup -> wait for "approval" -> refund -> email
+          (a refund a person must approve; escalated when nobody answers in time)
 """
 
-from .sim import World
+from .sim import _worlds, world_at  # noqa: F401  (the shared cache, under its old address too)
 from .workflow import workflow
-
-_worlds = {}
-
-
-def world_at(folder, **options) -> World:
-    """One World object per folder and process (opening SQLite files once, not per step)."""
-    key = (folder, tuple(sorted(options.items())))
-    if key not in _worlds:
-        _worlds[key] = World(folder, **options)
-    return _worlds[key]
 
 
 # refund -----------------------------------------------------------------------------------
@@ -97,3 +89,31 @@ def research(ctx, folder, topic, to="team@example.com", nonce=1):
     report = ctx.step("drafting", draft, folder, facts, nonce)
     ctx.step("deliver", research_tool, folder, "deliver", report["text"])
     return {"topic": topic, "draft": report["text"]}
+
+
+# approval: a refund that waits for a human ------------------------------------------------
+def notify(folder, to, subject, idempotency_key=None):
+    return world_at(folder).mailer.send(to, subject, idempotency_key=idempotency_key)
+
+
+@workflow("approved-refund", version=1)
+def approved_refund(ctx, folder, order_id, amount, hours=48, use_key=True):
+    """Refund only once a person approves; escalate if nobody answers within `hours`.
+
+    lookup -> wait for "approval" -> refund -> email (or, past the deadline: escalate).
+    The approval is a signal: `engine.signal(run_id, "approval", {"approved": True})`.
+    """
+    order = ctx.step("lookup", lookup_order, folder, order_id)
+    decision = ctx.wait_for_signal("approval", timeout=hours * 3600)
+    if decision is None:
+        ctx.step("escalate", notify, folder, "support-leads@example.com",
+                 f"Refund {order_id} waited {hours} h for a decision")
+        return {"order": order_id, "outcome": "escalated"}
+    if isinstance(decision, dict) and not decision.get("approved", True):
+        ctx.step("decline", notify, folder, order["email"], f"Refund for {order_id} declined")
+        return {"order": order_id, "outcome": "declined"}
+    key = ctx.idempotency_key("refund", order_id) if use_key else None
+    payment = ctx.step("refund", issue_refund, folder, order_id, amount, idempotency_key=key,
+                       careless=not use_key)
+    ctx.step("email", email_customer, folder, order["email"], f"Refund of {amount} for {order_id}")
+    return {"order": order_id, "outcome": "refunded", "refund_id": payment["refund_id"]}

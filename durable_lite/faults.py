@@ -6,19 +6,29 @@ Three points around every step:
     after_effect      the step's function ran (money moved, mail sent), its checkpoint did not
     after_checkpoint  the step is recorded; the next one has not started
 
+Waits and sleeps have two: `before_step` when the run reaches one that is not over yet,
+and `after_checkpoint` once its answer (a signal, the deadline, the wake time) is recorded.
+
 `CrashAt(step, when)` raises `Crash` there (a BaseException, so no `except Exception` can
 swallow it). `CrashAt(step, when, kill=True)` sends SIGKILL to its own process: no
 `finally`, no flush, no goodbye — what a deploy or an OOM kill does to a worker.
-`run_in_child` starts a fresh Python process for one run, so a notebook or test can kill a
-real process and resume the run in another one.
+
+Two tools build on these points, each in a module of its own:
+
+    dl.faults.sweep(wf, *args)      crash at every point the workflow reaches, resume, and
+                                    count what the world saw (durable_lite/sweep.py)
+    dl.faults.run_in_child(...)     start or resume one run in a fresh Python process, so it
+                                    can really be killed (durable_lite/child.py)
+
+They load on first use: the engine imports this module, and this module never imports the
+engine.
 """
 
-import json
+import importlib
 import os
 import signal
 import sys
 from dataclasses import dataclass
-from typing import Optional
 
 from .errors import Crash
 
@@ -75,68 +85,18 @@ def every_crash_point(step_names, kill: bool = False):
     return [CrashAt(s, when, kill=kill) for s in step_names for when in CRASH_POINTS]
 
 
-@dataclass(frozen=True)
-class ChildOutcome:
-    returncode: int
-    run: Optional[dict]          # the run as the child last saw it, if it lived to report
-    output: str
-
-    @property
-    def killed(self) -> bool:
-        return self.returncode == -signal.SIGKILL
+# Names that live in the modules built on the crash points, loaded when first asked for.
+_LATER = {"sweep": "sweep", "Sweep": "sweep", "SweepError": "sweep", "crash_points": "sweep",
+          "world_effects": "sweep", "run_in_child": "child", "ChildOutcome": "child"}
 
 
-def run_in_child(store_path, workflow_module: str, workflow_name: str, *args,
-                 run_id: str, crash_at: Optional[CrashAt] = None, resume: bool = False,
-                 python_path=(), timeout: float = 60.0, **kwargs) -> ChildOutcome:
-    """Start (or resume) one run in a fresh Python process, optionally killed at `crash_at`.
-
-    `workflow_module` is imported in the child so the workflow is registered there.
-    """
-    import subprocess  # only needed here; kept out of `import durable_lite`
-
-    spec = {"store": os.fspath(store_path), "module": workflow_module, "workflow": workflow_name,
-            "args": list(args), "kwargs": kwargs, "run_id": run_id, "resume": resume,
-            "crash_at": None if crash_at is None else
-            {"step": crash_at.step, "when": crash_at.when, "occurrence": crash_at.occurrence}}
-    env = dict(os.environ)
-    if python_path:
-        env["PYTHONPATH"] = os.pathsep.join([*map(os.fspath, python_path), env.get("PYTHONPATH", "")])
-    # Import the module by its package name rather than running it with -m: as __main__ it
-    # would be a second copy whose CrashAt is not the class the engine checks against.
-    child = "import sys; from durable_lite.faults import _child_main; _child_main(sys.argv[1])"
-    proc = subprocess.run([sys.executable, "-c", child, json.dumps(spec)],
-                          capture_output=True, text=True, timeout=timeout, env=env)
-    report = None
-    for line in proc.stdout.splitlines():
-        if line.startswith("RUN "):
-            report = json.loads(line[4:])
-    if proc.returncode not in (0, -signal.SIGKILL):
-        raise RuntimeError(f"child process for run {run_id!r} failed (exit {proc.returncode}):\n"
-                           f"{proc.stderr[-2000:]}")
-    return ChildOutcome(proc.returncode, report, proc.stdout)
+def __getattr__(name):
+    if name in _LATER:
+        value = getattr(importlib.import_module(f".{_LATER[name]}", __package__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def _child_main(spec_json: str):
-    import importlib
-
-    from .engine import Engine
-    from .store import SQLiteStore
-    from .workflow import latest
-
-    spec = json.loads(spec_json)
-    importlib.import_module(spec["module"])
-    crash = spec["crash_at"]
-    engine = Engine(SQLiteStore(spec["store"]),
-                    crash_at=None if crash is None else CrashAt(**crash, kill=True))
-    if spec["resume"]:
-        run = engine.resume(spec["run_id"])
-    else:
-        run = engine.start(latest(spec["workflow"]), *spec["args"], run_id=spec["run_id"],
-                           **spec["kwargs"])
-    print("RUN " + json.dumps({"run_id": run.run_id, "status": run.status, "result": run.result,
-                               "executed": run.executed, "replayed": run.replayed}))
-
-
-if __name__ == "__main__":
-    _child_main(sys.argv[1])
+def __dir__():
+    return sorted([*globals(), *_LATER])

@@ -12,6 +12,10 @@ attempts did. Counting the ledger is how lessons and tests prove "refunded once"
     world.tickets.close("T-17")
     world.llm.complete("Summarise ...")                        # seeded, tokens and cost
     world.tools.call("search", q)                              # flaky, with a failure rate
+    world.ledger("sms").record(key=key, detail={"to": "+44..."})  # a service of your own
+
+`world_at(folder)` hands out one shared `World` per folder and process, so a step function
+can ask for the world on every call without reopening its files.
 """
 
 import hashlib
@@ -31,8 +35,11 @@ class ToolError(Exception):
 
 def _open(path, ddl):
     db = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
+    # The world must outlive the workflow's process, not the machine: with synchronous=OFF
+    # every commit still reaches the operating system before the call returns (a SIGKILL
+    # loses nothing), but no call waits for the disk. A crash sweep opens hundreds of these.
+    db.execute("PRAGMA synchronous = OFF")
     enable_wal(db)              # several processes may open a new world at the same moment
-    db.execute("PRAGMA synchronous = NORMAL")
     db.executescript(ddl)
     return db
 
@@ -277,28 +284,178 @@ class FlakyTool(_Ledger):
         return self._db.execute("SELECT COUNT(*) FROM calls WHERE ok = 0").fetchone()[0]
 
 
+# The names World.summary() uses for the built-in services; a ledger of your own needs another.
+BUILT_IN = ("refunds", "emails", "tickets_closed", "llm_calls", "tool_calls")
+
+
+class Ledger(_Ledger):
+    """A ledger for a service of your own (an SMS gateway, a CRM, a webhook), so its side
+    effects are counted like the built-in ones: by the lessons, the crash lab and the sweep.
+
+        sms = world.ledger("sms")
+        sms.record(key=ctx_key, detail={"to": "+44 7700 900123", "text": "Refund sent"})
+
+    Every call records one effect. With an idempotency `key` seen before in this ledger,
+    nothing new is recorded and the first record comes back with `repeat=True` (like the
+    payments provider that honours keys). All of a folder's own ledgers share one file,
+    ledgers.db, so any process — and `World.ledgers()` — sees every one of them.
+    """
+
+    ddl = """CREATE TABLE IF NOT EXISTS records (
+        id INTEGER PRIMARY KEY AUTOINCREMENT, ledger TEXT NOT NULL, n INTEGER NOT NULL,
+        idempotency_key TEXT, detail TEXT);
+    CREATE UNIQUE INDEX IF NOT EXISTS records_by_key ON records (ledger, idempotency_key);"""
+
+    def __init__(self, path, name):
+        super().__init__(path)
+        self.name = name
+
+    def record(self, key=None, detail=None) -> dict:
+        """Record one effect (unless `key` was recorded before). Returns
+        {"record_id": "sms-1", "detail": ..., "repeat": bool}."""
+        if key is not None and not isinstance(key, str):
+            raise TypeError(f"ledger {self.name!r}: an idempotency key is a string, "
+                            f"not {type(key).__name__}")
+        try:
+            text = json.dumps(detail, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"ledger {self.name!r}: detail must be plain JSON data (dict, list, "
+                            f"str, number, bool or None); got {type(detail).__name__} ({exc})") from None
+        with self._transaction() as db:
+            if key is not None:
+                row = db.execute("SELECT n, detail FROM records WHERE ledger = ? AND idempotency_key = ?",
+                                 (self.name, key)).fetchone()
+                if row:
+                    return {"record_id": f"{self.name}-{row[0]}", "detail": json.loads(row[1]),
+                            "repeat": True}
+            n = db.execute("SELECT COUNT(*) FROM records WHERE ledger = ?", (self.name,)).fetchone()[0] + 1
+            db.execute("INSERT INTO records (ledger, n, idempotency_key, detail) VALUES (?, ?, ?, ?)",
+                       (self.name, n, key, text))
+        return {"record_id": f"{self.name}-{n}", "detail": json.loads(text), "repeat": False}
+
+    def records(self) -> list:
+        return [{"record_id": f"{self.name}-{n}", "key": key, "detail": json.loads(detail)}
+                for n, key, detail in self._db.execute(
+                    "SELECT n, idempotency_key, detail FROM records WHERE ledger = ? ORDER BY id",
+                    (self.name,))]
+
+    def count(self) -> int:
+        return self._db.execute("SELECT COUNT(*) FROM records WHERE ledger = ?", (self.name,)).fetchone()[0]
+
+    def __repr__(self):
+        return f"Ledger({self.name!r}, {self.count()} records)"
+
+
+LEDGERS_FILE = "ledgers.db"
+
+
+class _Service:
+    """A World attribute that opens its ledger file the first time it is used, so a world
+    that only ever refunds does not create (or pay for) a mail, desk, model and tool file."""
+
+    def __init__(self, filename, make):
+        self.filename, self.make = filename, make
+
+    def __set_name__(self, owner, name):
+        self.name = name
+
+    def __get__(self, world, owner=None):
+        if world is None:
+            return self
+        service = self.make(world, os.path.join(world.folder, self.filename))
+        world.__dict__[self.name] = service      # from now on a plain attribute
+        return service
+
+
 class World:
-    """The outside world in one folder: a file per service, shared by every process."""
+    """The outside world in one folder: a file per service, shared by every process.
+    Each service's file is opened (and created) when the service is first used."""
+
+    payments = _Service("payments.db", lambda w, path: Payments(path, honours_keys=True))
+    careless = _Service("careless_payments.db", lambda w, path: Payments(path, honours_keys=False))
+    mailer = _Service("mail.db", lambda w, path: Mailer(path))
+    tickets = _Service("tickets.db", lambda w, path: TicketDesk(path))
+    llm = _Service("llm.db", lambda w, path: FakeLLM(path, seed=w.seed))
+    tools = _Service("tools.db", lambda w, path: FlakyTool(path, failure_rate=w.failure_rate,
+                                                            seed=w.seed, fail_first=w.fail_first))
+    SERVICES = ("payments", "careless", "mailer", "tickets", "llm", "tools")
 
     def __init__(self, folder, seed=0, failure_rate=0.0, fail_first=None):
         self.folder = os.fspath(folder)
         os.makedirs(self.folder, exist_ok=True)
-        path = lambda name: os.path.join(self.folder, name)  # noqa: E731
+        self.seed, self.failure_rate, self.fail_first = seed, failure_rate, fail_first
         self.orders = Orders()
-        self.payments = Payments(path("payments.db"), honours_keys=True)
-        self.careless = Payments(path("careless_payments.db"), honours_keys=False)
-        self.mailer = Mailer(path("mail.db"))
-        self.tickets = TicketDesk(path("tickets.db"))
-        self.llm = FakeLLM(path("llm.db"), seed=seed)
-        self.tools = FlakyTool(path("tools.db"), failure_rate=failure_rate, seed=seed, fail_first=fail_first)
+        self._ledgers = {}
+
+    def _used(self, service) -> bool:
+        """Has any process used this service in this folder (is there anything to count)?"""
+        return (service in self.__dict__
+                or os.path.exists(os.path.join(self.folder, getattr(World, service).filename)))
+
+    def ledger(self, name: str) -> Ledger:
+        """The ledger of a service of your own, by name (created on first use)."""
+        if not isinstance(name, str) or not name.strip():
+            raise ValueError(f"a ledger needs a non-empty name, not {name!r}")
+        if name in BUILT_IN:
+            raise ValueError(f"ledger name {name!r} is taken by a built-in service "
+                             f"({', '.join(BUILT_IN)}); choose another, e.g. 'sms'")
+        if name not in self._ledgers:
+            self._ledgers[name] = Ledger(os.path.join(self.folder, LEDGERS_FILE), name)
+        return self._ledgers[name]
+
+    def ledgers(self) -> list:
+        """Names of the ledgers of your own that hold a record (any process), first used first."""
+        path = os.path.join(self.folder, LEDGERS_FILE)
+        if not os.path.exists(path):
+            return []
+        db = sqlite3.connect(path, timeout=30)
+        try:
+            rows = db.execute("SELECT ledger FROM records GROUP BY ledger ORDER BY MIN(id)").fetchall()
+        except sqlite3.OperationalError:        # created by another process a moment ago
+            rows = []
+        finally:
+            db.close()
+        return [name for name, in rows]
 
     def summary(self) -> dict:
-        """What the world has seen: the numbers a lesson's counters show."""
-        return {"refunds": self.payments.count() + self.careless.count(),
-                "emails": self.mailer.count(), "tickets_closed": self.tickets.closes(),
-                "llm_calls": self.llm.calls(), "tool_calls": self.tools.calls()}
+        """What the world has seen: the numbers a lesson's counters show, then one count per
+        ledger of your own that holds a record."""
+        def count(service, how):
+            return how(getattr(self, service)) if self._used(service) else 0
+
+        out = {"refunds": count("payments", Payments.count) + count("careless", Payments.count),
+               "emails": count("mailer", Mailer.count), "tickets_closed": count("tickets", TicketDesk.closes),
+               "llm_calls": count("llm", FakeLLM.calls), "tool_calls": count("tools", FlakyTool.calls)}
+        for name in self.ledgers():
+            out[name] = self.ledger(name).count()
+        return out
 
     def close(self):
         """Close every ledger file (TicketDesk.close closes tickets, hence _Ledger.close)."""
-        for service in (self.payments, self.careless, self.mailer, self.tickets, self.llm, self.tools):
+        opened = [self.__dict__[name] for name in self.SERVICES if name in self.__dict__]
+        for service in (*opened, *self._ledgers.values()):
             _Ledger.close(service)
+
+
+# one World per folder and process ------------------------------------------------------
+_worlds = {}
+
+
+def world_at(folder, **options) -> World:
+    """One World object per folder (and options) in this process, opened on first use.
+
+    Step functions call it on every call: the ledger files are opened once, not per step.
+    """
+    key = (os.fspath(folder), tuple(sorted(options.items())))
+    if key not in _worlds:
+        _worlds[key] = World(folder, **options)
+    return _worlds[key]
+
+
+def forget_worlds(folder) -> None:
+    """Close and forget the shared World objects of `folder` and every folder inside it
+    (before the folder is deleted, or to see it as a fresh process would)."""
+    folder = os.fspath(folder)
+    inside = folder.rstrip(os.sep) + os.sep
+    for key in [k for k in _worlds if k[0] == folder or str(k[0]).startswith(inside)]:
+        _worlds.pop(key).close()

@@ -150,3 +150,99 @@ def test_sweep_agrees_with_the_expected_table():
     for row, (mode, crash) in zip(rows, CASES):
         assert (row["mode"], row["crash"]) == (mode, describe_crash(crash))
         assert (row["refunds"], row["emails"], row["tickets_closed"]) == expected(mode, crash)
+
+
+# any workflow: the menu and counters come from the sweep's discovery ------------------------
+import sweep_workflows as wfs  # noqa: E402
+from durable_lite import examples as ex  # noqa: E402
+from durable_lite.lab.crash_lab import CrashLabMode  # noqa: E402
+
+
+def test_the_refunds_menu_is_what_the_discovery_finds():
+    model = CrashLabModel()
+    assert model.crash_choices == CRASH_CHOICES
+    assert model.order == ORDER and model.ledgers == ["refunds", "emails", "tickets_closed"]
+
+
+def test_a_learners_workflow_in_the_widget_with_a_ledger_of_its_own():
+    lab = CrashLab(wfs.sms_refund, "A-17", 40)
+    assert list(lab.mode.options) == [NAIVE, CHECKPOINTED]
+    labels = [label for label, _ in lab.crash.options]
+    assert labels == ["no crash", "lookup: after the effect, before the checkpoint",
+                      "between lookup and refund", "refund: after the effect, before the checkpoint",
+                      "between refund and sms", "sms: after the effect, before the checkpoint",
+                      "after sms, before the run ends"]
+    assert lab.model.crash is None and repr(lab) == "CrashLab('sweep-sms', mode='naive', crash='no crash')"
+
+    lab.mode.value = CHECKPOINTED
+    lab.crash.value = "sms:after_effect"
+    lab.run_button.click()
+    assert lab.model.status == "crashed" and "CRASH (sms: after the effect" in lab.log.value
+    lab.resume_button.click()
+    assert lab.model.status == "completed"
+    assert lab.model.counters == {"refunds": 1, "sms": 2, "executed": 4, "replayed": 2, "attempts": 2}
+    assert ">2</div><div style='font-size:0.85em'>sms" in lab.counters.value
+    assert "+1 vs no crash (1): done twice" in lab.counters.value         # the bar says it in numbers
+
+    lab.mode.value = NAIVE
+    lab.crash.value = "refund:after_checkpoint"
+    lab.run_button.click()
+    lab.resume_button.click()
+    assert lab.model.counters["refunds"] == 1                 # the honest provider and a key
+    assert lab.model.counters["sms"] == 1 and lab.model.counters["executed"] == 5
+
+
+def test_a_workflow_that_waits_is_answered_in_the_lab_and_has_no_naive_mode():
+    lab = CrashLab(ex.approved_refund, "A-17", 40)
+    assert list(lab.mode.options) == [CHECKPOINTED]           # the naive runner cannot wait
+    assert "between approval and refund" in [label for label, _ in lab.crash.options]
+    lab.crash.value = "approval:after_checkpoint"
+    lab.run_button.click()
+    assert "approval: waiting; the lab sends the signal true" in lab.log.value
+    assert lab.model.status == "crashed"
+    lab.resume_button.click()
+    assert lab.model.status == "completed"
+    assert lab.model.result == {"order": "A-17", "outcome": "refunded", "refund_id": "R-1"}
+    assert (lab.model.counters["refunds"], lab.model.counters["emails"]) == (1, 1)
+
+    late = CrashLabModel(workflow=ex.approved_refund, args=("A-17", 40), waits="deadline").play()
+    assert late.result["outcome"] == "escalated"
+    assert "nobody answers, the deadline passes" in late.log_text()
+
+
+def test_modes_of_your_own():
+    modes = [CrashLabMode("no key", "durable", {"use_key": False, "careless": True}),
+             CrashLabMode("key", "durable", {"use_key": True})]
+    rows = crash_lab_sweep(workflow=ex.refund, args=("A-17", 40), modes=modes,
+                           crashes=[("refund", AFTER_EFFECT)])
+    assert [(r["mode"], r["refunds"]) for r in rows] == [("no key", 2), ("key", 1)]
+
+
+# what the learner sees --------------------------------------------------------------------
+def test_an_error_in_a_click_is_shown_in_the_panel(lab):
+    lab.resume_button.click()                                 # nothing to resume yet
+    assert "RuntimeError" in lab.error.value and "nothing to resume" in lab.error.value
+    lab.run_button.click()
+    assert lab.error.value == ""                              # a good click clears it
+
+    def broken():
+        raise ValueError("the store file is gone")
+    lab.model.run = broken
+    lab.reset_button.click()
+    lab.run_button.click()
+    assert "ValueError" in lab.error.value and "the store file is gone" in lab.error.value
+
+
+def test_the_selected_mode_and_disabled_buttons_stand_out(lab):
+    assert list(lab.mode.icons) == ["check", "", ""]
+    assert "Selected mode: <b style='color:#1f4e99'>naive</b>" in lab.mode_caption.value
+    lab.mode.value = WITH_KEY
+    assert list(lab.mode.icons) == ["", "", "check"] and "checkpointed + key" in lab.mode_caption.value
+    assert lab.resume_button.disabled and lab.resume_button.button_style == ""
+    assert "Nothing to resume" in lab.resume_button.tooltip
+    assert lab.run_button.button_style == "primary" and lab.run_button.tooltip == ""
+    lab.run_button.click()
+    assert lab.run_button.disabled and lab.run_button.button_style == ""
+    assert not lab.resume_button.disabled and lab.resume_button.button_style == "warning"
+    css = lab.panel.children[0].value
+    assert ".mod-active" in css and ":disabled" in css and "dl-crash-lab" in lab.panel._dom_classes

@@ -8,7 +8,8 @@ between the refund's effect and its checkpoint; the honest provider with a key, 
 from core_support import *  # noqa: F401,F403
 
 from durable_lite import examples as ex
-from durable_lite.faults import CRASH_POINTS, CrashAt, run_in_child
+from durable_lite.child import run_in_child
+from durable_lite.faults import CRASH_POINTS, CrashAt
 
 pytestmark = pytest.mark.crash
 

@@ -9,7 +9,8 @@ pd = pytest.importorskip("pandas")
 
 import durable_lite as dl
 from durable_lite import examples as ex
-from durable_lite.faults import ChildOutcome, CrashAt
+from durable_lite.child import ChildOutcome
+from durable_lite.faults import CrashAt
 
 
 @pytest.fixture

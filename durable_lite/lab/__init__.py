@@ -11,6 +11,7 @@ _EXPORTS = {
     "scratch_folder": "workspace",
     "CrashLab": "crash_lab",
     "CrashLabModel": "crash_lab",
+    "CrashLabMode": "crash_lab",
     "crash_lab_sweep": "crash_lab",
     "history_table": "tables",
     "trace_table": "tables",
