@@ -17,8 +17,8 @@ from typing import List, Optional
 from ..trace import ATTEMPT, EXECUTION, RUN, SLEEP, STEP_SPAN, WAIT, format_duration
 
 BREAK_WIDTH = 12.0         # display units of one squeezed stretch (the axis is 100 wide)
-MIN_SHARE = 0.2            # a busy stretch gets at least this share of the busy width
-INSTANT_WIDTH = 6.0        # display units of a stretch that lasted no time at all
+MIN_SHARE = 0.25           # a busy stretch gets at least this share of the busy width
+INSTANT_WIDTH = 10.0       # display units of a stretch that lasted no time at all
 COLORS = {"model": "#8e44ad", "tool": "#2e86c1", "failed": "#c0392b", "parked": "#bdc3c7",
           "run": "#34495e", "lost": "#e67e22"}
 WORKER_COLORS = ["#aed6f1", "#f5cba7", "#abebc6", "#d7bde2", "#f9e79f"]
@@ -221,6 +221,11 @@ def _legend():
                   label="parked: no worker, no process")]
 
 
+_UNTIL = {"signal": "until its signal came", "timeout": "until its deadline",
+          "woke": "until its wake time", "waiting": "and still waiting",
+          "sleeping": "and still sleeping"}
+
+
 def _note(span) -> str:
     if span.kind == STEP_SPAN:
         bits = []
@@ -233,7 +238,7 @@ def _note(span) -> str:
             bits.append(f"${span.cost:.4f}")
         return " · ".join(bits)
     if span.kind in (WAIT, SLEEP):
-        return f"parked {format_duration(span.duration)} ({span.status})"
+        return f"parked {format_duration(span.duration)} {_UNTIL.get(span.status, '')}".rstrip()
     if span.kind == EXECUTION and span.status != "interrupted":
         return f"ran {format_duration(span.duration)}, then {span.status}"
     return ""
@@ -251,8 +256,9 @@ def _ticks(ax, axis, origin):
         step = _nice_step(span / max(2, int((x1 - x0) / 12)))
         t = step
         while t < span * 0.95:
-            positions.append(axis.x(s + t))
-            labels.append(f"+{t:g} s")
+            if axis.x(s + t) - x0 >= 9:              # clear of the stretch's first label
+                positions.append(axis.x(s + t))
+                labels.append(f"+{t:g} s")
             t += step
     ax.set_xticks(positions, labels, fontsize=8)
 
