@@ -52,7 +52,8 @@ Only what was recorded. A step is recorded when it ends, so the step a worker wa
 when it was killed leaves nothing behind (the outside world's ledger still shows what it
 did), and a span's times are those of the clock of the worker that wrote them.
 Checkpoints discarded by `engine.invalidate` are gone from the tree (their contents are
-in the event log).
+in the event log). And a worker that resumes its own run before the run has any
+checkpoint logs no "resumed" event, so its second go shows as part of its first.
 """
 
 import re
@@ -66,8 +67,7 @@ from .store.records import (ERROR, FINISHED, SIGNAL, SLEEPING, STEP, TIMER, WAIT
 # Kinds of span, from the root down.
 RUN, EXECUTION, STEP_SPAN, ATTEMPT, WAIT, SLEEP = "run", "execution", "step", "attempt", "wait", "sleep"
 
-# Events that begin and end an execution, and what the ending means for it.
-_BEGINNINGS = ("started", "resumed", "retrying")
+# Events that end an execution, and what the ending means for it.
 _ENDINGS = {"completed": "completed", "failed": "failed", "halted": "halted",
             "waiting": "parked", "sleeping": "parked", "diverged": "diverged"}
 
@@ -235,9 +235,15 @@ class _Execution:
             times += [t for t in (e.started_at, e.ended_at) if t is not None]
         return times
 
+    def first_seen(self, default=0.0) -> float:
+        """When it began: its beginning event, else its first record, else its ending."""
+        if self.start is not None:
+            return self.start
+        return min(self.records() or [self.end if self.end is not None else default])
+
     def span(self, record, now, invalidated, last) -> Span:
         records = self.records()
-        start = self.start if self.start is not None else min(records, default=now)
+        start = self.first_seen(default=now)
         running = (last and self.ended is None and record.status not in FINISHED
                    and record.lease_owner == self.worker and (record.lease_expires or 0) > now)
         if self.ended:
@@ -313,7 +319,7 @@ def _assign_entries(executions, entries):
                 executions.append(x)
             owners = [x]
         owners[-1].entries.append(entry)
-    executions.sort(key=lambda x: min([x.start] if x.start is not None else x.records() or [0.0]))
+    executions.sort(key=lambda x: x.first_seen())
     for number, x in enumerate(executions, 1):
         x.number = number
 
@@ -325,17 +331,12 @@ def _step_spans(execution, start, status, invalidated) -> List[Span]:
     for f in execution.failures:
         failures.setdefault(f.position, []).append(f)
     spans = []
-    previous_end = start
-    others = sorted(execution.entries, key=lambda e: e.position)
     for position in sorted(set(entries) | set(failures)):
-        entry, failed = entries.get(position), failures.get(position, [])
-        # Where a step with no checkpoint began: where the execution's previous record ended.
-        for other in others:
-            if other.position < position and other.ended_at is not None:
-                previous_end = max(previous_end, other.ended_at)
-        span = _step_span(execution, position, entry, failed, previous_end, status, invalidated)
-        previous_end = max(previous_end, span.end)
-        spans.append(span)
+        # A step with no checkpoint began where the execution's previous record ended.
+        begun = max([start, *(e.ended_at for e in execution.entries
+                              if e.position < position and e.ended_at is not None)])
+        spans.append(_step_span(execution, position, entries.get(position),
+                                failures.get(position, []), begun, status, invalidated))
     return spans
 
 

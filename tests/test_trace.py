@@ -8,7 +8,6 @@ for the tree's shape, its times and what it says about tokens and money.
 import pytest
 
 import durable_lite as dl
-from durable_lite import lumpy
 from durable_lite.faults import CrashAt
 from durable_lite.trace import (ATTEMPT, EXECUTION, RUN, SLEEP, STEP_SPAN, WAIT, build_trace,
                                 format_duration)
