@@ -230,6 +230,12 @@ class Engine:
         self._record(run_id)
         return self.store.events(run_id)
 
+    def trace(self, run_id: str):
+        """The run as a tree of spans — executions, steps, attempts, waits — with the time
+        and money on each (see trace.py). Spans still open end at this engine's now."""
+        from .trace import build_trace
+        return build_trace(self.store, run_id, now=self.clock())
+
     def invalidate(self, run_id: str, step: str) -> List[str]:
         """Forget the checkpoint of `step` (a label such as "draft" or "search#2"; a failed
         step the workflow caught counts too) and every entry after it, so the next resume

@@ -57,7 +57,8 @@ def pyproject():
 def test_environment_yml_mirrors_pyprojects_dependencies():
     project = pyproject()["project"]
     extras = project["optional-dependencies"]
-    wanted = {requirement(r) for r in project["dependencies"] + extras["lab"] + extras["test"]
+    listed = project["dependencies"] + extras["lab"] + extras["trace"] + extras["test"]
+    wanted = {requirement(r) for r in listed
               if not requirement(r)[0].startswith(requirement(project["name"])[0])}
     conda, pip = environment_yml()
     have = {requirement(r) for r in conda} - {("python", requirement(conda[0])[1]), ("pip", "")}

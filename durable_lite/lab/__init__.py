@@ -32,6 +32,10 @@ _EXPORTS = {
     "InboxModel": "inbox",
     "BudgetMeter": "budget_meter",
     "BudgetGauge": "budget_meter",
+    "trace_timeline": "timeline",
+    "steps_table": "timeline",
+    "time_split": "timeline",
+    "TimeAxis": "timeline",
 }
 
 
