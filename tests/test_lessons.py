@@ -45,6 +45,15 @@ def ids(paths):
     return [f"{p.parent.name}/{p.name}" for p in paths]
 
 
+def refresh_tool():
+    """tests/tools/refresh_notebooks.py, loaded as a module."""
+    spec = importlib.util.spec_from_file_location("refresh_notebooks",
+                                                  ROOT / "tests" / "tools" / "refresh_notebooks.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 # widget views ------------------------------------------------------------------------------
 @pytest.mark.parametrize("path", COURSE, ids=ids(COURSE))
 def test_no_committed_notebook_carries_widget_views(path):
@@ -57,10 +66,7 @@ def test_no_committed_notebook_carries_widget_views(path):
 
 
 def test_refresh_drops_widget_views_but_keeps_their_text():
-    spec = importlib.util.spec_from_file_location("refresh_notebooks",
-                                                  ROOT / "tests" / "tools" / "refresh_notebooks.py")
-    refresh = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(refresh)
+    refresh = refresh_tool()
     cell = nbformat.v4.new_code_cell("dl.lab.CrashLab()")
     cell.outputs = [nbformat.v4.new_output("execute_result", execution_count=1, data={
         WIDGET_VIEW: {"model_id": "abc", "version_major": 2, "version_minor": 0},
@@ -132,3 +138,16 @@ def test_lesson_00_lists_every_lesson_and_states_the_solutions_policy():
         assert lesson.name in targets
     text = markdown(welcome)
     assert "my_work/" in text and "solutions/" in text and "make lab" in text
+
+
+def test_refresh_saves_a_cells_prints_as_one_output_however_they_were_chunked():
+    refresh = refresh_tool()
+    cell = nbformat.v4.new_code_cell("print(1); print(2)")
+    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="1\n"),
+                    nbformat.v4.new_output("stream", name="stdout", text="2\n"),
+                    nbformat.v4.new_output("stream", name="stderr", text="warning\n"),
+                    nbformat.v4.new_output("stream", name="stdout", text="3\n")]
+    nb = nbformat.v4.new_notebook(cells=[cell])
+    refresh.coalesce_streams(nb)
+    assert [(o.name, o.text) for o in nb.cells[0].outputs] == [
+        ("stdout", "1\n2\n"), ("stderr", "warning\n"), ("stdout", "3\n")]
