@@ -151,3 +151,38 @@ def test_refresh_saves_a_cells_prints_as_one_output_however_they_were_chunked():
     refresh.coalesce_streams(nb)
     assert [(o.name, o.text) for o in nb.cells[0].outputs] == [
         ("stdout", "1\n2\n"), ("stderr", "warning\n"), ("stdout", "3\n")]
+
+
+@pytest.mark.parametrize("path", SOLUTIONS, ids=ids(SOLUTIONS))
+def test_an_exercise_cites_lesson_sections_that_exist(path):
+    """"*Lesson 05, section “3. When the memo goes stale”*": the quoted title must begin a
+    heading of that lesson, so a renamed or renumbered section is caught here."""
+    headings = {p.name[:2]: [line.lstrip("#").strip() for line in markdown(p).splitlines()
+                             if line.startswith("#")] for p in LESSONS}
+    cited = 0
+    for cell in read(path).cells:
+        if cell.cell_type != "markdown":
+            continue
+        # each "Lesson NN, section(s) ..." up to the next mention of a lesson
+        for number, rest in re.findall(r"[Ll]esson (\d\d), sections? (.*?)(?=[Ll]esson \d\d|$)",
+                                       cell.source, flags=re.S):
+            for title in re.findall(r"“([^”]+)”", rest):
+                cited += 1
+                assert any(h.startswith(title) for h in headings[number]), \
+                    f"{path.name} cites “{title}” in lesson {number}, which has no such section"
+    assert cited, f"{path.name} cites no lesson section"
+
+
+def test_the_readme_maps_every_lesson_with_its_reading_time():
+    """The README's map links each lesson and gives its reading time at 200 words a minute."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for lesson in LESSONS:
+        row = re.search(rf"^\| {lesson.name[:2]} \| \[[^\]]+\]\(notebooks/{re.escape(lesson.name)}\)"
+                        rf".*?\| (\d+) min \|", readme, flags=re.M)
+        assert row, f"README's lesson map has no row linking {lesson.name} with a reading time"
+        expected = -(-prose_words(lesson) // 200)
+        assert int(row.group(1)) == expected, \
+            f"{lesson.name}: README says {row.group(1)} min, its {prose_words(lesson)} words take {expected}"
+    for number in range(len(LESSONS), 15):                   # planned: listed, never linked
+        assert re.search(rf"^\| {number:02d} \| [^\[|]+\|", readme, flags=re.M), \
+            f"README should list planned lesson {number:02d} without a link"
