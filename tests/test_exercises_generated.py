@@ -139,3 +139,24 @@ def test_exercise_notebook_clears_outputs_and_leaves_the_solution_untouched():
     assert "execution" not in out.cells[0].metadata
     assert solution.cells[0].outputs and solution.cells[0].execution_count == 3
     assert out.metadata["durable_lite"]["exercise"] == "01_naive_retry"
+
+
+# the stuck ladder: hints revealed on demand ---------------------------------------------------
+@pytest.mark.parametrize("name", NAMES)
+def test_every_question_has_hints_folded_under_its_check(name):
+    """After each check cell comes a markdown cell of one to three collapsed hints, numbered
+    in order; the generated exercise keeps them (they are the learner's, not the solution)."""
+    for folder in ("solutions", "exercises"):
+        cells = nbformat.read(ROOT / folder / f"{name}.ipynb", as_version=4).cells
+        for i, cell in enumerate(cells):
+            match = re.match(r'check\("(q\d+)"', cell.source) if cell.cell_type == "code" else None
+            if not match:
+                continue
+            hints = cells[i + 1] if i + 1 < len(cells) else None
+            where = f"{folder}/{name}, {match.group(1)}"
+            assert hints is not None and hints.cell_type == "markdown", f"{where}: no hint cell"
+            summaries = re.findall(r"<details><summary>(Hint \d)</summary>", hints.source)
+            assert 1 <= len(summaries) <= 3, f"{where}: {len(summaries)} hints"
+            assert summaries == [f"Hint {n}" for n in range(1, len(summaries) + 1)], where
+            assert hints.source.count("</details>") == len(summaries), where
+            assert "### BEGIN SOLUTION" not in hints.source, where

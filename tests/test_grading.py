@@ -27,6 +27,8 @@ from durable_lite.grading.portable import NotPortable, module_source
 
 from grading_support import ROOT, failing_tests, statuses, with_code
 NAMES = sorted(p.stem for p in (ROOT / "solutions").glob("*.ipynb"))
+# Questions whose exercise starts from code to fix, not from stubs: untouched, they are failed.
+STARTS_FROM_CODE = {"04_determinism": {"q1"}, "05_model_step": {"q1"}}
 
 
 def check_outputs(score):
@@ -64,9 +66,9 @@ def test_every_untouched_exercise_scores_zero_with_a_message_per_question(name):
         assert q["tests"], f"{q['question']} was never checked"
         assert all(t["message"] for t in q["tests"]), q
         assert f"{q['question']} · {q['title']}" in text
-    if name != "04_determinism":      # exercise 04 starts from broken code, not from stubs
-        assert set(statuses(score).values()) == {"not attempted"}
-        assert text.count("not attempted yet") == len(score.questions)
+    stubs = [q for q in score.questions if q["question"] not in STARTS_FROM_CODE.get(name, ())]
+    assert all(q["status"] == "not attempted" for q in stubs), score.report()
+    assert text.count("not attempted yet") == len(stubs)
 
 
 # known-wrong answers ------------------------------------------------------------------------
@@ -152,7 +154,7 @@ def receipt(ctx, folder, order_id):
 
 def test_a_workflow_that_reads_the_clock_outside_a_step_fails_q1(tmp_path):
     score = grade_notebook(with_code("04_determinism", "def receipt", CLOCK_IN_ORCHESTRATION, tmp_path))
-    assert statuses(score) == {"q1": "failed", "q2": "passed", "q3": "passed"}, score.report()
+    assert statuses(score) == {"q1": "failed"}, score.report()
     assert failing_tests(score, "q1") == [
         "a crash at any point, then a resume: the same receipt as an uninterrupted run"]
 
@@ -285,15 +287,15 @@ def test_check_prints_every_test_and_never_raises(capsys):
 def test_check_appends_one_json_line_for_the_grader(tmp_path, monkeypatch, capsys):
     results = tmp_path / "results.jsonl"
     monkeypatch.setenv(RESULTS_ENV, str(results))
-    check = checker("04_determinism")
+    check = checker("05_model_step")
 
     def refresh_lookup(engine, run_id):
         raise NotImplementedError("still the stub")
 
-    check("q3", refresh_lookup)
+    check("q2", refresh_lookup)
     (line,) = results.read_text().splitlines()
     record = json.loads(line)
-    assert record["exercise"] == "04_determinism" and record["question"] == "q3"
+    assert record["exercise"] == "05_model_step" and record["question"] == "q2"
     assert record["status"] == "not attempted" and record["passed"] == 0
 
 
@@ -408,7 +410,7 @@ def forward(folder, desk, ticket):
     return world_at(folder).mailer.send(f"{desk}@example.com", ticket)
 
 
-@dl.workflow("test-ex04-unrecorded-coin", version=1)
+@dl.workflow("test-ex05-unrecorded-coin", version=1)
 def triage_with_unrecorded_coin(ctx, folder, ticket):
     reply = ctx.step("classify", classify, folder, ticket)
     desk = "refunds" if "refund" in reply["text"] else "helpdesk"
@@ -419,13 +421,13 @@ def triage_with_unrecorded_coin(ctx, folder, ticket):
     return {"desk": desk, "audited": audited, "answer": reply["text"]}
 
 
-def test_04_an_unrecorded_coin_flip_fails_q2_every_time():
+def test_05_an_unrecorded_coin_flip_fails_q1_every_time():
     # random.random() differs between a run and its replay only sometimes; the check makes it
     # differ every time, so this answer can no longer pass by luck.
     random.seed(12345)
     state = random.getstate()
     for _ in range(3):
-        result = run("04_determinism", "q2", triage_with_unrecorded_coin)
+        result = run("05_model_step", "q1", triage_with_unrecorded_coin)
         assert names_failing(result) == [
             "a crash at any point, then a resume: no NonDeterminismError",
             "a crash at any point (outside the model step's own window), then a resume: the "
@@ -433,7 +435,7 @@ def test_04_an_unrecorded_coin_flip_fails_q2_every_time():
     assert random.getstate() == state          # the notebook's own random state is untouched
 
 
-@dl.workflow("test-ex04-model-step-named-otherwise", version=1)
+@dl.workflow("test-ex05-model-step-named-otherwise", version=1)
 def triage_with_another_step_name(ctx, folder, ticket):
     answer = ctx.step("ask-model", classify, folder, ticket)["text"]
     desk = "refunds" if "refund" in answer else "helpdesk"
@@ -454,13 +456,42 @@ def receipt_reading_the_clock_after_the_lookup(ctx, folder, order_id):
     return {"receipt": receipt_id, "issued_at": issued_at, "order": order_id}
 
 
-def test_04_correct_answers_written_differently_pass():
-    assert run("04_determinism", "q2", triage_with_another_step_name).status == checks.PASSED
+def test_04_a_clock_read_after_the_lookup_passes():
     assert run("04_determinism", "q1", receipt_reading_the_clock_after_the_lookup).status \
         == checks.PASSED
+
+
+def test_05_a_model_step_under_another_name_passes():
+    assert run("05_model_step", "q1", triage_with_another_step_name).status == checks.PASSED
 
 
 def test_a_function_without_return_is_failed_not_unattempted():
     result = run("01_naive_retry", "q2", lambda step, when: None)
     assert result.status == checks.FAILED
     assert "returned None" in result.tests[0].message and "return" in result.tests[0].hint
+
+
+@dl.workflow("test-ex05-model-outside-a-step", version=1)
+def triage_calling_the_model_outside_a_step(ctx, folder, ticket):
+    reply = classify(folder, ticket)           # wrong: a new answer, and a new bill, per replay
+    desk = "refunds" if "refund" in reply["text"] else "helpdesk"
+    ctx.step(desk, forward, folder, desk, ticket)
+    audited = ctx.random() < 0.25
+    if audited:
+        ctx.step("audit", forward, folder, "audit", ticket)
+    return {"desk": desk, "audited": audited, "answer": reply["text"]}
+
+
+def test_05_a_model_call_outside_a_step_fails_the_bill_test():
+    result = run("05_model_step", "q1", triage_calling_the_model_outside_a_step)
+    assert "the model is called once per run, not again on every replay" in names_failing(result)
+
+
+def test_05_a_refresh_that_only_invalidates_is_told_to_resume():
+    def refresh_lookup(engine, run_id):
+        engine.invalidate(run_id, "lookup")
+        return engine.get(run_id)              # wrong: nothing has run again yet
+
+    result = run("05_model_step", "q2", refresh_lookup)
+    assert result.status == checks.FAILED
+    assert "Resume the run" in result.tests[0].hint

@@ -1,4 +1,4 @@
-"""The budget meter and the budget plots (lesson 07)."""
+"""The budget meter and the budget plots (lesson 08)."""
 
 import pytest
 

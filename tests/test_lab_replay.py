@@ -1,4 +1,4 @@
-"""durable_lite.lab.replay: the helpers lessons 03 and 04 lean on."""
+"""durable_lite.lab.replay: the helpers lessons 03, 04 and 05 lean on."""
 
 import matplotlib
 

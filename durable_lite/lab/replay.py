@@ -1,4 +1,5 @@
-"""Aids for the lessons on the checkpoint window (03) and replay determinism (04).
+"""Aids for the lessons on the checkpoint window (03), replay determinism (04) and the
+model call as a step (05).
 
     run_through_crashes   start a run, crash it at chosen points, let fresh engines finish it
     count_checkpoints     make a store count the checkpoints it writes

@@ -1,4 +1,4 @@
-"""Exercises 05-07 can be failed: their solutions score full marks, the untouched exercises
+"""Exercises 06-08 can be failed: their solutions score full marks, the untouched exercises
 score zero without crashing, and known-wrong answers fail the question they should.
 
 The notebook-level tests grade real notebooks with the grader (one kernel each); the
@@ -15,7 +15,7 @@ from durable_lite.grading.generate import render
 from durable_lite.grading.grader import grade_notebook
 
 from grading_support import ROOT, failing_tests, statuses, with_code
-NAMES = ["05_choose_k", "06_approval_deadline", "07_budgets"]
+NAMES = ["06_choose_k", "07_approval_deadline", "08_budgets"]
 DAY = 24 * 3600
 
 
@@ -56,7 +56,7 @@ def smallest_k(p, n, target):
 
 
 def test_a_k_one_too_small_fails_q1_only(tmp_path):
-    score = grade_notebook(with_code("05_choose_k", "def smallest_k", ONE_TOO_SMALL, tmp_path))
+    score = grade_notebook(with_code("06_choose_k", "def smallest_k", ONE_TOO_SMALL, tmp_path))
     assert statuses(score) == {"q1": "failed", "q2": "passed"}, score.report()
     assert failing_tests(score, "q1") == ["the k it returns reaches the target: (1 - (1-p)**k)**n >= target"]
     message = score.question("q1")["tests"][0]["message"]
@@ -64,7 +64,7 @@ def test_a_k_one_too_small_fails_q1_only(tmp_path):
 
 
 NO_DEADLINE = '''
-@dl.workflow("ex06-publish-post", version=1)
+@dl.workflow("ex07-publish-post", version=1)
 def publish_post(ctx, folder, post_id):
     draft = ctx.step("draft", write_draft, folder, post_id)
     ctx.step("ask-editor", notify, folder, EDITOR, f"Please review {post_id}")
@@ -78,7 +78,7 @@ def publish_post(ctx, folder, post_id):
 
 
 def test_a_wait_without_a_real_deadline_or_escalation_fails_the_deadline_tests(tmp_path):
-    score = grade_notebook(with_code("06_approval_deadline", "def publish_post", NO_DEADLINE, tmp_path))
+    score = grade_notebook(with_code("07_approval_deadline", "def publish_post", NO_DEADLINE, tmp_path))
     assert statuses(score) == {"q1": "failed"}, score.report()
     assert failing_tests(score, "q1") == [
         "start() returns at once: the editor is asked, the run waits for 'approval' for one day",
@@ -100,7 +100,7 @@ def start_agent(engine, agent, folder, run_id):
 
 
 def test_an_attempt_local_budget_fails_q2_only(tmp_path):
-    score = grade_notebook(with_code("07_budgets", "def start_agent(", ATTEMPT_LOCAL, tmp_path))
+    score = grade_notebook(with_code("08_budgets", "def start_agent(", ATTEMPT_LOCAL, tmp_path))
     assert statuses(score) == {"q1": "passed", "q2": "failed"}, score.report()
     assert len(failing_tests(score, "q2")) == 3
     messages = [t["message"] for t in score.question("q2")["tests"]]
@@ -116,35 +116,35 @@ def names_failing(result):
     return [t.name for t in result.tests if t.status != checks.PASSED]
 
 
-def test_05_the_restart_formula_gives_a_k_that_is_too_big():
+def test_06_the_restart_formula_gives_a_k_that_is_too_big():
     def restart_k(p, n, target):
         k = 1
         while 1 - (1 - p ** n) ** k < target:
             k += 1
         return k
 
-    result = run("05_choose_k", "q1", restart_k)
+    result = run("06_choose_k", "q1", restart_k)
     assert names_failing(result) == [
         "and it is the smallest: with one attempt fewer the run misses the target"]
 
 
-def test_05_a_float_or_a_zero_is_not_a_number_of_attempts():
-    assert run("05_choose_k", "q1", lambda p, n, t: 3.0).passed == 0
-    assert run("05_choose_k", "q1", lambda p, n, t: 0).passed == 0
+def test_06_a_float_or_a_zero_is_not_a_number_of_attempts():
+    assert run("06_choose_k", "q1", lambda p, n, t: 3.0).passed == 0
+    assert run("06_choose_k", "q1", lambda p, n, t: 0).passed == 0
 
 
 def flaky_tool(folder, name):
     return world_at(folder).tools.call(name)
 
 
-@dl.workflow("test-ex05-no-retry", version=1)
+@dl.workflow("test-ex06-no-retry", version=1)
 def plan_without_retry(ctx, folder, n, k):
     for i in range(1, n + 1):
         ctx.step(f"task-{i}", flaky_tool, folder, f"task-{i}")        # wrong: k is ignored
     return {"tasks": n}
 
 
-@dl.workflow("test-ex05-restart", version=1)
+@dl.workflow("test-ex06-restart", version=1)
 def plan_that_restarts(ctx, folder, n, k):
     # wrong: k attempts of the whole plan, each a fresh set of steps
     for attempt in range(1, k + 1):
@@ -157,8 +157,8 @@ def plan_that_restarts(ctx, folder, n, k):
     raise RuntimeError("gave up")
 
 
-def test_05_a_plan_without_per_step_retry_fails_q2():
-    result = run("05_choose_k", "q2", plan_without_retry)
+def test_06_a_plan_without_per_step_retry_fails_q2():
+    result = run("06_choose_k", "q2", plan_without_retry)
     assert result.status == checks.FAILED
     assert names_failing(result) == [
         "each step gets up to k attempts of its own, and a failure does not re-run earlier steps",
@@ -166,8 +166,8 @@ def test_05_a_plan_without_per_step_retry_fails_q2():
         "formula's cost in tool calls"]
 
 
-def test_05_a_plan_that_restarts_from_the_top_fails_q2():
-    result = run("05_choose_k", "q2", plan_that_restarts)
+def test_06_a_plan_that_restarts_from_the_top_fails_q2():
+    result = run("06_choose_k", "q2", plan_that_restarts)
     assert result.status == checks.FAILED
     assert "each step gets up to k attempts of its own, and a failure does not re-run earlier steps" \
         in names_failing(result)
@@ -189,15 +189,15 @@ def settle(ctx, folder, post_id, decision):
     return {"post": post_id, "outcome": "rejected", "by": decision["by"]}
 
 
-@dl.workflow("test-ex06-no-escalation", version=1)
+@dl.workflow("test-ex07-no-escalation", version=1)
 def publish_without_escalation(ctx, folder, post_id):
     ctx.step("ask-editor", notify, folder, "editor@example.com", f"Please review {post_id}")
     decision = ctx.wait_for_signal("approval", timeout=1 * DAY)
     return settle(ctx, folder, post_id, decision)   # wrong: gives up at once, nobody else is asked
 
 
-def test_06_a_deadline_without_escalation_fails_the_escalation_tests():
-    result = run("06_approval_deadline", "q1", publish_without_escalation)
+def test_07_a_deadline_without_escalation_fails_the_escalation_tests():
+    result = run("07_approval_deadline", "q1", publish_without_escalation)
     assert [t.name.split(":")[0] for t in result.tests if t.status != checks.PASSED] == [
         "no answer for a day", "after the escalation the manager's answer counts",
         "nobody answers for two days"]
@@ -207,46 +207,46 @@ def think(folder, goal, turn):
     return world_at(folder).llm.complete(f"{goal} (turn {turn})")
 
 
-@dl.workflow("test-ex07-no-cost", version=1)
+@dl.workflow("test-ex08-no-cost", version=1)
 def agent_without_cost(ctx, folder, goal, max_turns=1000):
     for turn in range(max_turns):
         ctx.step("think", think, folder, goal, turn)                  # wrong: no cost
     return {"turns": max_turns}
 
 
-def test_07_an_agent_that_records_no_cost_fails_q1():
-    result = run("07_budgets", "q1", agent_without_cost)
+def test_08_an_agent_that_records_no_cost_fails_q1():
+    result = run("08_budgets", "q1", agent_without_cost)
     assert result.passed == 0 and result.status == checks.FAILED
     assert "recorded cost is 0.0" in result.tests[0].message
 
 
-def test_07_a_budget_one_step_too_generous_fails_q2():
+def test_08_a_budget_one_step_too_generous_fails_q2():
     def off_by_one(engine, agent, folder, run_id):
         return engine.start(agent, folder, "goal", run_id=run_id, budget=dl.Budget(max_steps=201))
 
-    result = run("07_budgets", "q2", off_by_one)
+    result = run("08_budgets", "q2", off_by_one)
     assert result.passed == 0
     assert "made 201 model calls" in result.tests[0].message
 
 
 # wrong answers told what is wrong, right answers written differently ------------------------
-def test_05_a_numpy_integer_is_a_number_of_attempts():
+def test_06_a_numpy_integer_is_a_number_of_attempts():
     np = pytest.importorskip("numpy")
 
     def smallest_k(p, n, target):          # right, counted with an array instead of a loop
         ks = np.arange(1, 200)
         return ks[np.argmax((1 - (1 - p) ** ks) ** n >= target)]
 
-    assert run("05_choose_k", "q1", smallest_k).status == checks.PASSED
+    assert run("06_choose_k", "q1", smallest_k).status == checks.PASSED
 
 
-def test_05_a_forgotten_return_is_failed_and_named():
-    result = run("05_choose_k", "q1", lambda p, n, t: None)
+def test_06_a_forgotten_return_is_failed_and_named():
+    result = run("06_choose_k", "q1", lambda p, n, t: None)
     assert result.status == checks.FAILED
     assert "returned None" in result.tests[0].message
 
 
-@dl.workflow("test-ex05-swallows-failures", version=1)
+@dl.workflow("test-ex06-swallows-failures", version=1)
 def plan_that_swallows_failures(ctx, folder, n, k):
     for i in range(1, n + 1):
         try:
@@ -257,15 +257,15 @@ def plan_that_swallows_failures(ctx, folder, n, k):
     return {"tasks": n}
 
 
-def test_05_a_plan_that_hides_a_failed_step_is_told_to_let_it_fail():
-    result = run("05_choose_k", "q2", plan_that_swallows_failures)
+def test_06_a_plan_that_hides_a_failed_step_is_told_to_let_it_fail():
+    result = run("06_choose_k", "q2", plan_that_swallows_failures)
     failing = [t for t in result.tests if t.status != checks.PASSED]
     assert [t.name.split(",")[0] for t in failing] == [
         "each step gets up to k attempts of its own", "simulated: 400 runs at p=0.9"]
     assert all("StepFailed" in t.hint for t in failing)
 
 
-@dl.workflow("test-ex06-escalation-outside-a-step", version=1)
+@dl.workflow("test-ex07-escalation-outside-a-step", version=1)
 def publish_escalating_outside_a_step(ctx, folder, post_id):
     ctx.step("ask-editor", notify, folder, "editor@example.com", f"Please review {post_id}")
     decision = ctx.wait_for_signal("approval", timeout=1 * DAY)
@@ -275,14 +275,14 @@ def publish_escalating_outside_a_step(ctx, folder, post_id):
     return settle(ctx, folder, post_id, decision)
 
 
-def test_06_an_email_outside_a_step_is_named_as_the_cause():
-    result = run("06_approval_deadline", "q1", publish_escalating_outside_a_step)
+def test_07_an_email_outside_a_step_is_named_as_the_cause():
+    result = run("07_approval_deadline", "q1", publish_escalating_outside_a_step)
     failing = [t for t in result.tests if t.status != checks.PASSED]
     assert failing and all("'manager': 2" in t.message for t in failing)
     assert all("ctx.step" in t.hint for t in failing)
 
 
-def test_07_a_budget_of_what_seems_left_fails_q2_with_the_reason():
+def test_08_a_budget_of_what_seems_left_fails_q2_with_the_reason():
     def start_agent(engine, agent, folder, run_id):
         try:
             used = engine.get(run_id).steps
@@ -291,12 +291,12 @@ def test_07_a_budget_of_what_seems_left_fails_q2_with_the_reason():
         return engine.start(agent, folder, "goal", run_id=run_id,
                             budget=dl.Budget(max_steps=200 - used))   # wrong: counted twice
 
-    result = run("07_budgets", "q2", start_agent)
+    result = run("08_budgets", "q2", start_agent)
     failing = [t for t in result.tests if t.status != checks.PASSED]
     assert len(failing) == 2 and all("whole MAX_STEPS" in t.hint for t in failing)
 
 
-def test_07_resuming_an_existing_run_instead_of_starting_it_passes():
+def test_08_resuming_an_existing_run_instead_of_starting_it_passes():
     def start_agent(engine, agent, folder, run_id):
         try:
             return engine.resume(run_id)          # the budget was stored with the run
@@ -304,4 +304,4 @@ def test_07_resuming_an_existing_run_instead_of_starting_it_passes():
             return engine.start(agent, folder, "goal", run_id=run_id,
                                 budget=dl.Budget(max_steps=200))
 
-    assert run("07_budgets", "q2", start_agent).status == checks.PASSED
+    assert run("08_budgets", "q2", start_agent).status == checks.PASSED

@@ -1,4 +1,4 @@
-"""Exercise 06: wait for an editor's approval with a deadline, escalate, then fall back.
+"""Exercise 07: wait for an editor's approval with a deadline, escalate, then fall back.
 
 Every test drives the learner's workflow the way production would: each action (start,
 a decision, a scheduler tick) uses a fresh Engine on the same SQLite file — as a new
@@ -16,8 +16,8 @@ from ..store import SQLiteStore
 from .checks import Exercise, Fail, NotAttempted
 from .harness import START, needs_workflow, scratch
 
-EXERCISE = Exercise("06_approval_deadline", "A deadline and an escalation path",
-                    lesson="notebooks/06_waiting_for_a_human.ipynb")
+EXERCISE = Exercise("07_approval_deadline", "A deadline and an escalation path",
+                    lesson="notebooks/07_waiting_for_a_human.ipynb")
 
 HOUR, DAY = 3600, 24 * 3600
 EDITOR, MANAGER = "editor@example.com", "manager@example.com"
@@ -125,7 +125,7 @@ def _waiting(run, when, deadline):
 @q1.test("start() returns at once: the editor is asked, the run waits for 'approval' for one day",
          hint="ask the editor in a step, then ctx.wait_for_signal(\"approval\", timeout=1 * DAY)")
 def _(publish_post):
-    with scratch("ex06") as folder:
+    with scratch("ex07") as folder:
         desk = Desk(folder, publish_post)
         run = desk.start()
         _waiting(run, "right after start()", START + DAY)
@@ -136,7 +136,7 @@ def _(publish_post):
          hint='an approval {"approved": True, "by": ...} publishes and returns '
               '{"post": post_id, "outcome": "published", "by": decision["by"]}')
 def _(publish_post):
-    with scratch("ex06") as folder:
+    with scratch("ex07") as folder:
         desk = Desk(folder, publish_post)
         desk.start()
         desk.clock.advance(5 * HOUR)
@@ -150,7 +150,7 @@ def _(publish_post):
 @q1.test("the editor rejects: nothing is published and the author is told",
          hint='a rejection tells the author and returns {"post": ..., "outcome": "rejected", "by": ...}')
 def _(publish_post):
-    with scratch("ex06") as folder:
+    with scratch("ex07") as folder:
         desk = Desk(folder, publish_post)
         desk.start()
         desk.clock.advance(2 * HOUR)
@@ -165,7 +165,7 @@ def _(publish_post):
          hint="wait_for_signal returns None when its deadline passes: then notify the manager "
               "in a step and wait for 'approval' again, for one more day")
 def _(publish_post):
-    with scratch("ex06") as folder:
+    with scratch("ex07") as folder:
         desk = Desk(folder, publish_post)
         desk.start()
         run = desk.later(DAY - 1)
@@ -181,7 +181,7 @@ def _(publish_post):
 @q1.test("after the escalation the manager's answer counts: approved, the post is published by the manager",
          hint="the second wait's decision is handled like the first one")
 def _(publish_post):
-    with scratch("ex06") as folder:
+    with scratch("ex07") as folder:
         desk = Desk(folder, publish_post)
         desk.start()
         desk.later(DAY)
@@ -198,7 +198,7 @@ def _(publish_post):
          hint='when the second wait also returns None, tell the author and return '
               '{"post": post_id, "outcome": "expired"}')
 def _(publish_post):
-    with scratch("ex06") as folder:
+    with scratch("ex07") as folder:
         desk = Desk(folder, publish_post)
         desk.start()
         desk.later(DAY)

@@ -1,4 +1,4 @@
-"""Exercise 07: a budget that survives the resume.
+"""Exercise 08: a budget that survives the resume.
 
 The check plays the platform that keeps restarting a crashing worker: each attempt is a
 fresh Engine on the same SQLite file (a new process), which crashes after a fixed number of
@@ -24,8 +24,8 @@ from ..workflow import workflow
 from .checks import Exercise, Fail, NotAttempted
 from .harness import START, needs_callable, needs_workflow, scratch
 
-EXERCISE = Exercise("07_budgets", "A budget that survives the resume",
-                    lesson="notebooks/07_budgets_that_survive.ipynb")
+EXERCISE = Exercise("08_budgets", "A budget that survives the resume",
+                    lesson="notebooks/08_budgets_that_survive.ipynb")
 
 MAX_STEPS = 200
 GOAL = "summarise every durable execution engine"
@@ -120,7 +120,7 @@ def _start_with(agent, platform, budget=None, max_turns=None):
          hint='dl.Step("think", cost=lambda answer: answer["cost"]) records each call\'s dollars '
               "when it executes")
 def _(agent):
-    with scratch("ex07") as folder:
+    with scratch("ex08") as folder:
         platform = Platform(folder)
         run = platform.keep_restarting(_start_with(agent, platform, max_turns=40), "cost-1",
                                        every=15, namespaces=_namespaces(agent))
@@ -142,7 +142,7 @@ def _(agent):
          "by more than one call",
          hint="the engine can only stop on cost if each step records what its call really cost")
 def _(agent):
-    with scratch("ex07") as folder:
+    with scratch("ex08") as folder:
         platform = Platform(folder)
         run = platform.keep_restarting(_start_with(agent, platform, Budget(max_cost=MAX_COST), 400),
                                        "cost-2", every=25, namespaces=_namespaces(agent))
@@ -165,7 +165,7 @@ def _think(folder, goal, turn):
     return examples.world_at(folder).llm.complete(f"{goal} (turn {turn})")
 
 
-@workflow("ex07-check-agent", version=1)
+@workflow("ex08-check-agent", version=1)
 def reference_agent(ctx, folder, goal, max_turns=1000):
     """The agent q2 runs: q1's answer, written by the check, so q2 does not depend on q1."""
     for turn in range(max_turns):
@@ -211,7 +211,7 @@ def _stopped_at_budget(run, platform, when):
          hint="engine.start(agent, folder, GOAL, run_id=run_id, "
               "budget=dl.Budget(max_steps=MAX_STEPS))")
 def _(start_agent):
-    with scratch("ex07") as folder:
+    with scratch("ex08") as folder:
         platform = Platform(folder)
         run = platform.keep_restarting(_via(start_agent, platform), "agent-1",
                                        namespaces=_namespaces(start_agent))
@@ -222,7 +222,7 @@ def _(start_agent):
          f"{MAX_STEPS} calls in all",
          hint="the budget must be counted from the run's recorded steps, which every new worker reads")
 def _(start_agent):
-    with scratch("ex07") as folder:
+    with scratch("ex08") as folder:
         platform = Platform(folder)
         run = platform.keep_restarting(_via(start_agent, platform), "agent-2", every=60,
                                        namespaces=_namespaces(start_agent))
@@ -232,7 +232,7 @@ def _(start_agent):
 @q2.test(f"a worker dies every 150 model calls: still {MAX_STEPS} calls in all",
          hint="no single worker gets near the limit here: only a persisted count can stop the run")
 def _(start_agent):
-    with scratch("ex07") as folder:
+    with scratch("ex08") as folder:
         platform = Platform(folder)
         run = platform.keep_restarting(_via(start_agent, platform), "agent-3", every=150,
                                        namespaces=_namespaces(start_agent))

@@ -1,4 +1,4 @@
-"""Exercise 05: choose how many attempts each step gets, then prove it by simulation.
+"""Exercise 06: choose how many attempts each step gets, then prove it by simulation.
 
 q1 checks the learner's smallest_k against the per-step retry formula on a table of
 cases: the k it returns must reach the target, and one attempt fewer must not.
@@ -19,8 +19,8 @@ from ..store import MemoryStore
 from .checks import Exercise, Fail, NotAttempted
 from .harness import needs_callable, needs_workflow, scratch
 
-EXERCISE = Exercise("05_choose_k", "How many attempts per step?",
-                    lesson="notebooks/05_plans_and_reliability_math.ipynb")
+EXERCISE = Exercise("06_choose_k", "How many attempts per step?",
+                    lesson="notebooks/06_plans_and_reliability_math.ipynb")
 
 
 def reference_k(p, n, target):
@@ -124,7 +124,7 @@ def _steps(engine, run_id):
 @q2.test("a run of n steps named task-1 ... task-n, each calling flaky_tool once when it works",
          hint='for i in 1..n: ctx.step(dl.Step(f"task-{i}", retry=...), flaky_tool, folder, f"task-{i}")')
 def _(plan):
-    with scratch("ex05") as folder:
+    with scratch("ex06") as folder:
         world = _world(folder, 1.0)
         engine = _engine()
         run = _start(plan, engine, folder, 5, 3, "plan-ok")
@@ -144,7 +144,7 @@ def _(plan):
          hint="give every step dl.Retry(max_attempts=k): the engine retries that step only")
 def _(plan):
     k = 3
-    with scratch("ex05") as folder:          # task-2 fails k-1 times, then works
+    with scratch("ex06") as folder:          # task-2 fails k-1 times, then works
         world = _world(folder, 1.0, {"task-2": k - 1})
         engine = _engine()
         run = _start(plan, engine, folder, 4, k, "plan-retried")
@@ -155,7 +155,7 @@ def _(plan):
         if calls != {"task-1": 1, "task-2": k, "task-3": 1, "task-4": 1}:
             raise Fail(f"tool calls per task {calls}; expected task-2 to be tried {k} times and "
                        "every other task once")
-    with scratch("ex05") as folder:          # task-2 fails k times: the run gives up there
+    with scratch("ex06") as folder:          # task-2 fails k times: the run gives up there
         world = _world(folder, 1.0, {"task-2": k})
         engine = _engine()
         run = _start(plan, engine, folder, 4, k, "plan-exhausted")
@@ -179,7 +179,7 @@ P, N, TARGET = 0.9, 10, 0.99
 
 def _simulate(plan, k):
     """Finish rate and tool calls per run of RUNS runs, on a fresh world."""
-    with scratch("ex05") as folder:
+    with scratch("ex06") as folder:
         world = _world(folder, P)
         engine = _engine()
         finished = sum(_start(plan, engine, folder, N, k, f"sim-{i}").status == "completed"
