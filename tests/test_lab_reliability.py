@@ -196,3 +196,18 @@ def test_an_error_while_recomputing_shows_in_the_status_line(monkeypatch):
     explorer.k.value = 2                           # no exception escapes the slider
     assert "could not recompute" in explorer.status.value
     assert "&lt;no&gt; simulation today" in explorer.status.value
+
+
+def test_the_lessons_curve_plot_keeps_its_legend_beside_the_curves():
+    import matplotlib
+    matplotlib.use("Agg")
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(8, 4.2))
+    ax = rel.plot_finish_rates(0.8, ks=(1, 2, 3), n_max=40, ax=fig.subplots(), restart=True)
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    assert ax.get_legend().get_window_extent(renderer).x0 >= ax.get_window_extent(renderer).x1
+    assert "k=1: first try only (pⁿ)" in [t.get_text() for t in ax.get_legend().get_texts()]

@@ -194,7 +194,9 @@ def plot_finish_rates(p: float = 0.95, ks=(1, 2, 3), n_max: int = 30, ax=None,
     ax.xaxis.set_major_locator(_integers())
     ax.yaxis.set_major_formatter(_percent())
     ax.grid(alpha=0.3)
-    ax.legend(loc="lower left", fontsize=8)
+    # Beside the plot, not on it: with a low p the curves fill every corner of the axes.
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1), borderaxespad=0, fontsize=9,
+              frameon=False)
     return ax
 
 
@@ -319,8 +321,8 @@ class ReliabilityModel:
         names = list(self.tallies)
         bars = ax_cost.bar(range(len(names)), [self.tallies[s].executions_per_run for s in names],
                            color=[colors[s] for s in names])
-        ax_cost.bar_label(bars, fmt="%.2f", fontsize=9, padding=3)
-        ax_cost.margins(y=0.12)
+        ax_cost.bar_label(bars, fmt="%.2f", label_type="center", color="white", fontsize=10,
+                          weight="bold")       # inside the bar: the formula's tick sits on top
         ax_cost.plot(range(len(names)), [self.tallies[s].predicted_executions for s in names],
                      "_", color="#f1c40f", ms=40, mew=3)
         ax_cost.set_xticks(range(len(names)))
