@@ -164,7 +164,7 @@ def test_sliders_keep_a_usable_width_in_a_narrow_window():
     explorer = rel.ReliabilityExplorer(p=0.9, n=5, k=1, runs=20)
     assert explorer.sliders.layout.flex_flow == "row wrap"     # wrap, do not squeeze
     for s in (explorer.p, explorer.n, explorer.k):
-        assert s.layout.min_width == "300px"
+        assert s.layout.min_width == "320px"
     assert len({id(s.layout) for s in (explorer.p, explorer.n, explorer.k)}) == 3
     assert explorer.image.layout.max_width == "100%"
 

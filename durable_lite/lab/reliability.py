@@ -386,8 +386,8 @@ class ReliabilityExplorer:
         # keeps, and let the row wrap instead.
         def slider(kind, description, **options):
             return kind(description=description, continuous_update=False,
-                        style={"description_width": "8.5em"},
-                        layout=w.Layout(min_width="300px", width="330px", flex="1 1 330px"),
+                        style={"description_width": "9.5em"},
+                        layout=w.Layout(min_width="320px", width="360px", flex="1 1 360px"),
                         **options)
 
         self.p = slider(w.FloatSlider, "p (step succeeds)", value=m.p, min=0.5, max=0.999,
