@@ -1,40 +1,50 @@
 # Two commands do all the set-up on a fresh machine with Python 3.10+ and make:
-#   make lab    create .venv, install, open JupyterLab on the course
+#   make lab    create .venv, install, start JupyterLab; the last line printed is lesson 00's link
 #   make test   create .venv, install, run every test (unit, crash, notebooks, grading)
-PYTHON ?= python3
-VENV   := .venv
-BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed-test
+# Both install the exact versions in constraints.txt (`make lock` refreshes it).
+PYTHON  ?= python3
+VENV    := .venv
+BIN     := $(VENV)/bin
+STAMP   := $(VENV)/.installed-test
+INSTALL := $(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt
+MY_WORK := my_work
+PORT    ?=
 
-.PHONY: lab test bench exercises grade notebooks clean
+.PHONY: lab test bench exercises grade notebooks lock clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml constraints.txt
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 10), "durable-lite needs Python 3.10 or newer"'
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	$(INSTALL) -e '.[test]'
 	@touch $(STAMP)
 
-# JupyterLab refuses to run as root unless told; containers and fresh VMs often are root.
-ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
-
+# Copies the exercises you do not have yet into my_work/ (never overwriting yours), starts
+# JupyterLab on 127.0.0.1 with a fresh token, waits until it answers, then prints the URL.
 lab: $(STAMP)
-	$(BIN)/jupyter lab $(ROOT_FLAG) --notebook-dir=. notebooks/00_welcome.ipynb
+	@$(BIN)/python -m durable_lite.lab.launch --my-work $(MY_WORK) --log $(VENV)/jupyterlab.log $(if $(PORT),--port $(PORT))
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
 
 bench: $(STAMP)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[bench]'
+	$(INSTALL) -e '.[bench]'
 	$(BIN)/python benchmarks/step_overhead.py
 
+# Regenerates exercises/ from solutions/. Your copies in my_work/ are not touched.
 exercises: $(STAMP)
 	$(BIN)/python -m durable_lite.grading generate
 
 notebooks: $(STAMP)
 	$(BIN)/python tests/tools/refresh_notebooks.py
 
+# Scores the notebooks you worked on (make lab copied them into my_work/).
 grade: $(STAMP)
-	$(BIN)/python -m durable_lite.grading exercises/*.ipynb
+	@ls $(MY_WORK)/*.ipynb >/dev/null 2>&1 || { echo "$(MY_WORK)/ holds no notebooks yet: run make lab first (it copies the exercises there)"; exit 1; }
+	$(BIN)/python -m durable_lite.grading $(MY_WORK)/*.ipynb
+
+# Re-resolves every extra on every Python 3.10+ found here and rewrites constraints.txt.
+lock:
+	$(PYTHON) tests/tools/lock.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info

@@ -67,8 +67,12 @@ def test_a_restart_loses_nothing_and_the_deadline_escalates(setup):
     finished = fresh.recover()
     assert sorted(r.result["outcome"] for r in finished) == ["escalated", "escalated"]
     assert model.pending() == []
+    run = model.approve("expense-desk")                   # too late: it escalated
+    assert run.result["outcome"] == "escalated"
+    assert model.decisions[-1].outcome == "not waiting"
+    assert "no longer waiting" in model.decisions[-1].text()
     with pytest.raises(dl.RunFinishedError):
-        model.approve("expense-desk")                     # too late: it escalated
+        fresh.signal("expense-desk", "approval", {"approved": True})   # the engine refuses too
 
 
 def test_the_widget_lists_rows_and_its_buttons_decide(setup):
@@ -97,6 +101,9 @@ def test_the_widget_lists_rows_and_its_buttons_decide(setup):
     assert "deadline in 1.0 h" in inbox.rows[0].label.value      # the desk: asked last
     clock.advance(3600)
     inbox.refresh()
+    assert "deadline in 0.0 h" in inbox.rows[0].label.value     # a decision now is still in time
+    clock.advance(1)
+    inbox.refresh()
     assert "deadline passed" in inbox.rows[0].label.value
 
     bundle = inbox._repr_mimebundle_()
@@ -113,3 +120,168 @@ def test_the_widget_on_an_empty_inbox(tmp_path):
 
 def test_exported_from_the_lab():
     assert dl.lab.ApprovalInbox is ApprovalInbox and dl.lab.InboxModel is InboxModel
+
+
+# what really happened: the store, read back after each click --------------------------------
+def _log_lines(inbox):
+    return [line for line in inbox.log.value.split("</div>") if "expense-" in line]
+
+
+def test_approving_after_the_deadline_says_too_late_and_sends_nothing(setup):
+    """The deadline passed, nobody has called recover() yet: the row still has buttons.
+    Approve must not claim the run was approved when it takes the deadline branch."""
+    engine, clock, _ = setup
+    inbox = ApprovalInbox(engine, reviewer="ana")
+    clock.advance(2 * DAY)                                   # every deadline has passed
+    inbox.buttons("expense-laptop")[0].click()
+    run = engine.get("expense-laptop")
+    assert run.result == {"item": "laptop", "outcome": "escalated"}
+    decision = inbox.model.decisions[-1]
+    assert (decision.outcome, decision.status, decision.result) == (
+        "too late", "completed", {"item": "laptop", "outcome": "escalated"})
+    text = _log_lines(inbox)[-1]
+    assert "too late to approve" in text and "deadline branch" in text and "escalated" in text
+    assert "approved by" not in text
+    assert inbox.error.value == ""
+    # nothing was sent: a late approval must not wait in the store for some later wait
+    assert engine.store.pending_signal("expense-laptop", "approval") is None
+    # recover() ran, so the other overdue runs escalated too, and the list says so
+    assert inbox.rows == [] and "0 runs waiting" in inbox.header.value
+
+
+def test_a_decision_that_becomes_late_on_its_way_is_reported_as_late(setup, monkeypatch):
+    """The deadline passes between the check and the signal (a slow network): the run
+    ignores the late signal, and the log reads the answer back from the run's history."""
+    engine, clock, _ = setup
+    model = InboxModel(engine, reviewer="ana")
+    deliver = engine.signal
+
+    def slow_signal(*args, **kwargs):
+        clock.advance(2 * DAY)
+        return deliver(*args, **kwargs)
+
+    monkeypatch.setattr(engine, "signal", slow_signal)
+    run = model.reject("expense-chair")
+    assert run.result["outcome"] == "escalated"
+    assert model.decisions[-1].outcome == "too late"
+    assert "too late to reject" in model.decisions[-1].text()
+
+
+def test_a_row_whose_run_escalated_says_so_and_disappears(setup):
+    """Run All in lesson 07: an inbox drawn before recover() escalated a run keeps its row;
+    a click on it sends nothing, says why, and redraws the list (no silent error)."""
+    engine, clock, _ = setup
+    inbox = ApprovalInbox(engine, reviewer="ana")
+    clock.advance(2 * DAY)
+    engine.recover()                                          # a scheduler, elsewhere
+    assert len(inbox.rows) == 3                               # the screen is stale
+    approve, _ = inbox.buttons("expense-desk")
+    approve.click()
+    assert inbox.error.value == "" and inbox.last_error is None
+    decision = inbox.model.decisions[-1]
+    assert (decision.outcome, decision.result["outcome"]) == ("not waiting", "escalated")
+    text = _log_lines(inbox)[-1]
+    assert "no longer waiting" in text and "escalated" in text and "was not sent" in text
+    assert inbox.rows == [] and "0 runs waiting" in inbox.header.value
+
+
+def test_a_row_decided_by_another_inbox_says_so(setup):
+    engine, _, _ = setup
+    mine = ApprovalInbox(engine, reviewer="ana")
+    theirs = ApprovalInbox(engine, reviewer="bo")
+    theirs.buttons("expense-chair")[1].click()                # bo rejects first
+    assert "expense-chair" in [row.run_id for row in mine.rows]
+    mine.buttons("expense-chair")[0].click()                  # ana's screen was stale
+    assert engine.get("expense-chair").result == {"item": "chair", "outcome": "rejected", "by": "bo"}
+    assert mine.model.decisions[-1].outcome == "not waiting"
+    assert "no longer waiting" in _log_lines(mine)[-1]
+    assert "expense-chair" not in [row.run_id for row in mine.rows]
+
+
+def test_a_decision_sent_elsewhere_but_not_yet_read_wins_and_the_log_says_so(setup):
+    """Another process signalled but has not resumed the run yet: the run is still
+    'waiting', so the click sends; the wait takes the older signal, and the log says so."""
+    engine, _, _ = setup
+    inbox = ApprovalInbox(engine, reviewer="ana")
+    engine.signal("expense-laptop", "approval", {"approved": False, "by": "bo", "note": ""})
+    inbox.buttons("expense-laptop")[0].click()
+    assert engine.get("expense-laptop").result["outcome"] == "rejected"
+    decision = inbox.model.decisions[-1]
+    assert decision.outcome == "overtaken"
+    assert decision.answer == {"approved": False, "by": "bo", "note": ""}
+    assert "another decision reached the run first" in _log_lines(inbox)[-1]
+
+
+def test_a_decision_the_run_has_not_read_yet_is_reported_as_stored(setup, monkeypatch):
+    """With recover() left to a scheduler elsewhere, the decision is stored, not taken yet."""
+    engine, _, _ = setup
+    monkeypatch.setattr(engine, "recover", lambda: [])
+    inbox = ApprovalInbox(engine, reviewer="ana")
+    inbox.buttons("expense-laptop")[0].click()
+    assert inbox.model.decisions[-1].outcome == "delivered"
+    assert "has not read it yet" in _log_lines(inbox)[-1]
+    assert engine.get("expense-laptop").status == "waiting"
+    monkeypatch.undo()
+    engine.recover()
+    assert engine.get("expense-laptop").result["outcome"] == "paid"
+
+
+@dl.workflow("test-inbox-two-approvals", version=1)
+def two_approvals(ctx, item):
+    first = ctx.wait_for_signal("approval", timeout=DAY)
+    second = ctx.wait_for_signal("approval", timeout=DAY)
+    return {"item": item, "first": first and first["by"], "second": second and second["by"]}
+
+
+def test_a_row_for_an_earlier_wait_does_not_answer_the_next_one(tmp_path):
+    """A workflow asking twice: a row drawn for the first question must not answer the second."""
+    clock = dl.FakeClock()
+    engine = dl.Engine(dl.SQLiteStore(tmp_path / "runs.db"), clock)
+    engine.start(two_approvals, "server", run_id="two")
+    stale = ApprovalInbox(engine, reviewer="ana")
+    fresh = ApprovalInbox(engine, reviewer="bo")
+    clock.advance(60)
+    fresh.buttons("two")[0].click()                           # bo answers the first question
+    assert engine.get("two").status == "waiting"              # ... and the second one is asked
+    assert "bo → run waiting" in fresh.model.decisions[-1].text()
+    stale.buttons("two")[0].click()                           # ana's row is for the first
+    assert stale.model.decisions[-1].outcome == "not waiting"
+    assert engine.get("two").status == "waiting"
+    assert [row.run_id for row in stale.rows] == ["two"]      # redrawn: the second question
+    stale.buttons("two")[0].click()
+    assert engine.get("two").result == {"item": "server", "first": "bo", "second": "ana"}
+
+
+def test_an_error_from_a_click_shows_in_the_widget(setup):
+    engine, _, _ = setup
+    inbox = ApprovalInbox(engine, reviewer="ana")
+    engine.store.close()                                      # e.g. the old process's engine
+    inbox.buttons("expense-laptop")[0].click()                # no exception escapes the click
+    assert inbox.last_error is not None
+    assert "Approve expense-laptop failed" in inbox.error.value
+    assert type(inbox.last_error).__name__ in inbox.error.value
+    inbox.refresh_button.click()
+    assert "Refresh failed" in inbox.error.value
+
+
+def test_error_text_is_escaped_and_cleared_by_the_next_good_click(setup, monkeypatch):
+    engine, _, _ = setup
+    inbox = ApprovalInbox(engine, reviewer="ana")
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("<b>store</b> unavailable")
+
+    monkeypatch.setattr(inbox.model, "decide", broken)
+    inbox.buttons("expense-laptop")[0].click()
+    assert "&lt;b&gt;store&lt;/b&gt; unavailable" in inbox.error.value
+    assert "<b>store</b>" not in inbox.error.value
+    monkeypatch.undo()
+    inbox.buttons("expense-laptop")[0].click()
+    assert inbox.error.value == "" and inbox.last_error is None
+    assert engine.get("expense-laptop").result["outcome"] == "paid"
+
+
+def test_an_unknown_run_is_an_error_from_the_model():
+    engine = dl.Engine(dl.MemoryStore(), dl.FakeClock())
+    with pytest.raises(dl.UnknownRunError):
+        InboxModel(engine).approve("nobody")

@@ -128,3 +128,86 @@ def test_explorer_is_exported_from_the_lab():
     import durable_lite as dl
     assert dl.lab.ReliabilityExplorer is rel.ReliabilityExplorer
     assert dl.lab.ReliabilityModel is rel.ReliabilityModel
+
+
+def test_the_figure_keeps_its_legend_off_the_curves_and_uses_one_notation():
+    import matplotlib
+    matplotlib.use("Agg")
+    fig = rel.ReliabilityModel(p=0.9, n=10, k=2, runs=20).figure()
+    ax = fig.axes[0]
+    assert ax.get_legend() is None                 # no legend drawn on top of the curves
+    (legend,) = fig.legends
+    labels = [t.get_text() for t in legend.get_texts()]
+    assert "k=1: first try only (pⁿ)" in labels and not any("**" in t for t in labels)
+    assert all(t.get_fontsize() >= 9 for t in legend.get_texts())
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    box, plot = legend.get_window_extent(renderer), ax.get_window_extent(renderer)
+    assert box.y1 <= plot.y0                       # entirely below the plot area
+    assert box.height * 72 / fig.dpi >= 30         # three rows of text, not a 7 px strip
+    assert fig.get_size_inches()[0] * rel.DPI <= 850    # fits a notebook column unscaled
+
+
+def test_the_readout_is_a_table_with_one_header_per_column_and_the_same_notation():
+    explorer = rel.ReliabilityExplorer(p=0.9, n=5, k=2, runs=20)
+    table = explorer.readout.value
+    assert table.count("<th") == 4 and "padding" in table
+    for header in ("finish rate: formula", "simulated", "tool calls per run"):
+        assert f">{header}</th>" in table
+    assert "p<sup>n</sup>" in table and "p**n" not in table
+    assert table.count("<tr>") == 4                # header, first try, two strategies
+
+
+def test_sliders_keep_a_usable_width_in_a_narrow_window():
+    explorer = rel.ReliabilityExplorer(p=0.9, n=5, k=1, runs=20)
+    assert explorer.sliders.layout.flex_flow == "row wrap"     # wrap, do not squeeze
+    for s in (explorer.p, explorer.n, explorer.k):
+        assert s.layout.min_width == "320px"
+    assert len({id(s.layout) for s in (explorer.p, explorer.n, explorer.k)}) == 3
+    assert explorer.image.layout.max_width == "100%"
+
+
+def test_the_status_line_says_recomputing_while_it_recomputes(monkeypatch):
+    explorer = rel.ReliabilityExplorer(p=0.9, n=5, k=1, runs=20)
+    assert "p=0.900, n=5, k=1" in explorer.status.value
+    seen = []
+    real_set = explorer.model.set
+
+    def watching_set(**kwargs):
+        seen.append(explorer.status.value)
+        return real_set(**kwargs)
+
+    monkeypatch.setattr(explorer.model, "set", watching_set)
+    explorer.n.value = 7
+    assert len(seen) == 1 and "recomputing…" in seen[0]
+    assert "recomputing" not in explorer.status.value
+    assert "p=0.900, n=7, k=1" in explorer.status.value
+
+
+def test_an_error_while_recomputing_shows_in_the_status_line(monkeypatch):
+    explorer = rel.ReliabilityExplorer(p=0.9, n=5, k=1, runs=20)
+
+    def broken(**kwargs):
+        raise RuntimeError("<no> simulation today")
+
+    monkeypatch.setattr(explorer.model, "set", broken)
+    explorer.k.value = 2                           # no exception escapes the slider
+    assert "could not recompute" in explorer.status.value
+    assert "&lt;no&gt; simulation today" in explorer.status.value
+
+
+def test_the_lessons_curve_plot_keeps_its_legend_beside_the_curves():
+    import matplotlib
+    matplotlib.use("Agg")
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(8, 4.2))
+    ax = rel.plot_finish_rates(0.8, ks=(1, 2, 3), n_max=40, ax=fig.subplots(), restart=True)
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    assert ax.get_legend().get_window_extent(renderer).x0 >= ax.get_window_extent(renderer).x1
+    assert "k=1: first try only (pⁿ)" in [t.get_text() for t in ax.get_legend().get_texts()]

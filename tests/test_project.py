@@ -1,18 +1,33 @@
-"""The project's set-up files agree with each other: the conda environment mirrors
-pyproject's dependencies, CI runs the README's test command, and the README shows the two
-commands a learner needs."""
+"""The project's set-up files agree with each other: every dependency is pinned in
+constraints.txt (which `make lab` and `make test` install with), the conda environment lists
+them and uses the same pins, CI runs the README's test command, and `make lab` prints a
+link that opens lesson 00."""
 
 import os
+import queue
 import re
+import shlex
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
 
 import pytest
+from packaging.markers import Marker
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 try:
     import tomllib                     # Python 3.11+
-except ImportError:                    # Python 3.10: the pyproject checks below are skipped
-    tomllib = None
+except ImportError:                    # Python 3.10: pytest brings tomli there
+    import tomli as tomllib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SUPPORTED = ("3.10", "3.11", "3.12", "3.13")
 
 
 def read(*parts):
@@ -20,15 +35,48 @@ def read(*parts):
         return f.read()
 
 
-def requirement(text):
-    """'pandas>=2' -> ('pandas', '>=2'); names compared the way pip compares them."""
-    match = re.fullmatch(r"\s*([A-Za-z0-9_.\-\[\]]+)\s*(.*?)\s*", text)
-    name, spec = match.groups()
-    return re.sub(r"[-_.]+", "-", name).lower(), spec.replace(" ", "")
+def pyproject():
+    return tomllib.loads(read("pyproject.toml"))
+
+
+def direct_dependencies(*extras):
+    """{name: Requirement} of pyproject's extras (all of them if none named), without the
+    project's references to itself (test = durable-lite[lab] + ...)."""
+    project = pyproject()["project"]
+    chosen = extras or tuple(project["optional-dependencies"])
+    out = {}
+    for extra in chosen:
+        for text in project["optional-dependencies"][extra]:
+            req = Requirement(text)
+            if canonicalize_name(req.name) != canonicalize_name(project["name"]):
+                out[canonicalize_name(req.name)] = req
+    return out
+
+
+def constraints():
+    """{name: [(version, Marker or None)]} from constraints.txt."""
+    pins = {}
+    for line in read("constraints.txt").splitlines():
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        req = Requirement(line)
+        (spec,) = req.specifier
+        assert spec.operator == "==", f"constraints.txt: {line!r} is not an exact pin"
+        pins.setdefault(canonicalize_name(req.name), []).append((spec.version, req.marker))
+    return pins
+
+
+def pin_for(pins, python_version):
+    """The one version pinned for this Python (None if none applies)."""
+    chosen = [v for v, marker in pins
+              if marker is None or marker.evaluate({"python_version": python_version})]
+    assert len(chosen) <= 1, f"more than one pin applies on Python {python_version}: {chosen}"
+    return chosen[0] if chosen else None
 
 
 def environment_yml():
-    """(conda dependencies, pip dependencies) of the simple environment.yml we keep."""
+    """(conda dependencies, pip lines) of the simple environment.yml we keep."""
     conda, pip, section = [], [], None
     for line in read("environment.yml").splitlines():
         stripped = line.split("#", 1)[0].rstrip()
@@ -48,25 +96,90 @@ def environment_yml():
     return conda, pip
 
 
-def pyproject():
-    if tomllib is None:
-        pytest.skip("reading pyproject.toml needs tomllib (Python 3.11+)")
-    return tomllib.loads(read("pyproject.toml"))
+# pins -----------------------------------------------------------------------------------------
+def test_every_direct_dependency_is_pinned_for_every_supported_python():
+    pins = constraints()
+    for name, req in direct_dependencies().items():
+        assert name in pins, f"{name} (pyproject.toml) is not pinned in constraints.txt: run make lock"
+        for python in SUPPORTED:
+            version = pin_for(pins[name], python)
+            assert version is not None, f"{name} has no pin for Python {python}: run make lock"
+            assert req.specifier.contains(version, prereleases=True), (
+                f"constraints.txt pins {name}=={version}, outside pyproject's {req.specifier}")
 
 
-def test_environment_yml_mirrors_pyprojects_dependencies():
-    project = pyproject()["project"]
-    extras = project["optional-dependencies"]
-    listed = project["dependencies"] + extras["lab"] + extras["trace"] + extras["test"]
-    wanted = {requirement(r) for r in listed
-              if not requirement(r)[0].startswith(requirement(project["name"])[0])}
+def test_python_310_gets_the_older_releases_it_can_install():
+    """pandas 3 and numpy 2.3+ need Python 3.11: the lock must give 3.10 other pins."""
+    pins = constraints()
+    assert int(pin_for(pins["pandas"], "3.10").split(".")[0]) < 3
+    assert int(pin_for(pins["pandas"], "3.11").split(".")[0]) >= 3
+    major, minor = map(int, pin_for(pins["numpy"], "3.10").split(".")[:2])
+    assert (major, minor) < (2, 3)
+
+
+def test_this_environment_was_installed_with_the_pins():
+    """make test installs with -c constraints.txt: what runs the suite is what is pinned."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    python = "%d.%d" % sys.version_info[:2]
+    pins, checked = constraints(), 0
+    for name in direct_dependencies("lab", "test"):
+        pinned = pin_for(pins[name], python)
+        try:
+            installed = version(name)
+        except PackageNotFoundError:
+            continue
+        assert installed == pinned, f"{name} {installed} is installed; constraints.txt pins {pinned}"
+        checked += 1
+    assert checked >= 5
+
+
+def test_the_makefile_installs_with_the_pins_and_can_refresh_them():
+    makefile = read("Makefile")
+    assert re.search(r"^\$\(STAMP\): pyproject\.toml constraints\.txt$", makefile, re.M)
+    install = re.search(r"^INSTALL\s*:=(.*)$", makefile, re.M).group(1)
+    assert "pip install" in install and "-c constraints.txt" in install
+    assert "$(INSTALL) -e '.[test]'" in makefile
+    assert re.search(r"^lock:", makefile, re.M) and "tests/tools/lock.py" in makefile
+    assert "make lock" in read("constraints.txt")[:600]
+
+
+def test_the_lock_merges_per_python_answers_into_markers():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("lock", os.path.join(ROOT, "tests", "tools", "lock.py"))
+    lock = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(lock)
+    resolved = {"3.10": {"numpy": ("numpy", "2.2.6"), "tomli": ("tomli", "2.5.0"), "six": ("six", "1.17.0")},
+                "3.11": {"numpy": ("numpy", "2.4.6"), "six": ("six", "1.17.0")},
+                "3.12": {"numpy": ("numpy", "2.4.6"), "six": ("six", "1.17.0")},
+                "3.13": {"numpy": ("numpy", "2.5.0"), "six": ("six", "1.17.0")}}
+    assert lock.merge(resolved) == [
+        'numpy==2.2.6 ; python_version < "3.11"',
+        'numpy==2.4.6 ; python_version >= "3.11" and python_version < "3.13"',
+        'numpy==2.5.0 ; python_version >= "3.13"',
+        "six==1.17.0",
+        'tomli==2.5.0 ; python_version < "3.11"']
+    text = read("pyproject.toml")
+    assert lock.extras(text) == list(pyproject()["project"]["optional-dependencies"])
+    assert lock.minimum_python(text) == (3, 10)
+
+
+def test_environment_yml_lists_every_dependency_and_uses_the_pins():
     conda, pip = environment_yml()
-    have = {requirement(r) for r in conda} - {("python", requirement(conda[0])[1]), ("pip", "")}
-    assert have == wanted
-    assert requirement(conda[0]) == ("python", project["requires-python"])
-    assert "-e ." in pip                                  # the package itself, editable
+    assert "-c constraints.txt" in pip                    # the same versions as make test
+    assert "-e .[test]" in pip                            # the package itself, editable
+    listed = {canonicalize_name(Requirement(p).name) for p in pip if not p.startswith("-")}
+    wanted = set(direct_dependencies("lab", "test"))
+    assert listed == wanted, f"environment.yml lists {sorted(listed)}; pyproject has {sorted(wanted)}"
+    assert not [p for p in pip if not p.startswith("-") and Requirement(p).specifier], (
+        "versions come from constraints.txt; environment.yml names packages only")
+    python = Requirement(conda[0].replace("=", "==", 1) if "==" not in conda[0] else conda[0])
+    assert python.name == "python"
+    (spec,) = python.specifier
+    assert spec.version in SUPPORTED, "conda's Python must be one the lock resolved"
 
 
+# the two commands -------------------------------------------------------------------------------
 def test_ci_runs_the_readmes_test_command():
     ci = read(".ci", "run")
     assert re.search(r"^make test$", ci, re.M)
@@ -85,39 +198,64 @@ def test_the_core_package_has_no_dependencies():
     assert pyproject()["project"]["dependencies"] == []
 
 
-def test_make_lab_opens_jupyterlab_on_the_course(tmp_path):
-    """`make lab` is one of the README's two commands: its JupyterLab must really start."""
-    import socket
-    import subprocess
-    import time
-    import urllib.request
+def make_dry_run(target):
+    """The commands `make TARGET` would run here, one per line."""
+    return subprocess.run(["make", "-s", "-n", "--no-print-directory", target], cwd=ROOT,
+                          capture_output=True, text=True, check=True).stdout.strip().splitlines()
 
-    command = subprocess.run(["make", "-s", "-n", "--no-print-directory", "lab"], cwd=ROOT, capture_output=True, text=True,
-                             check=True).stdout.strip().splitlines()[-1].split()
-    assert command[0].endswith("jupyter") and command[1] == "lab"
-    assert "notebooks/00_welcome.ipynb" in command
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"),
-               JUPYTER_CONFIG_DIR=str(tmp_path / "config"), JUPYTER_DATA_DIR=str(tmp_path / "data"))
-    server = subprocess.Popen(
-        [os.path.join(ROOT, command[0]) if not os.path.isabs(command[0]) else command[0],
-         *command[1:], "--no-browser", f"--port={port}", "--ServerApp.ip=127.0.0.1",
-         "--IdentityProvider.token=course", "--ServerApp.port_retries=0"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+def test_make_lab_prints_a_link_that_opens_lesson_00(tmp_path):
+    """`make lab` is one of the README's two commands: its JupyterLab must really start, and
+    the last line it prints must open lesson 00 (token included) once the server is ready."""
+    argv = shlex.split(make_dry_run("lab")[-1])
+    assert argv[1:3] == ["-m", "durable_lite.lab.launch"]
+    if not os.path.exists(os.path.join(ROOT, argv[0])):
+        argv[0] = sys.executable                          # e.g. the conda route: no .venv
+    my_work = tmp_path / "my_work"                        # not the learner's own folder
+    argv += ["--my-work", str(my_work), "--log", str(tmp_path / "lab.log"), "--no-browser"]
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    for name in ("JUPYTER_RUNTIME_DIR", "JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "IPYTHONDIR"):
+        env[name] = str(tmp_path / name.lower())
+    launcher = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+    lines = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in launcher.stdout] + [lines.put(None)],
+                     daemon=True).start()
+    printed = []
     try:
-        deadline = time.monotonic() + 60
-        while True:
+        deadline = time.monotonic() + 120
+        while not (printed and printed[-1].startswith("http")):
             try:
-                url = f"http://127.0.0.1:{port}/api/contents/notebooks/00_welcome.ipynb?content=0&token=course"
-                with urllib.request.urlopen(url, timeout=2) as answer:
-                    assert answer.status == 200
-                    break
-            except OSError:
-                assert server.poll() is None, server.stderr.read()[-2000:]
-                assert time.monotonic() < deadline, "JupyterLab did not answer within 60 s"
-                time.sleep(0.3)
+                line = lines.get(timeout=max(0.1, deadline - time.monotonic()))
+            except queue.Empty:
+                pytest.fail(f"no URL within 120 s; printed: {printed}")
+            assert line is not None, f"the launcher exited: {printed} {launcher.stderr.read()[-2000:]}"
+            printed.append(line.rstrip("\n"))
+        url = printed[-1]
+        match = re.fullmatch(r"http://127\.0\.0\.1:(\d+)/lab/tree/notebooks/00_welcome\.ipynb"
+                             r"\?token=([0-9a-f]{32,})", url)
+        assert match, url
+        port, token = match.groups()
+        with urllib.request.urlopen(url, timeout=10) as answer:       # ready when printed
+            assert answer.status == 200
+            assert "/lab/tree/notebooks/00_welcome.ipynb" in answer.geturl()   # not a login page
+            assert "JupyterLab" in answer.read().decode("utf-8", "replace")
+        api = f"http://127.0.0.1:{port}/api/contents/notebooks/00_welcome.ipynb?content=0"
+        with urllib.request.urlopen(f"{api}&token={token}", timeout=10) as answer:
+            assert answer.status == 200
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(api, timeout=10)                    # no token, no course
+        assert refused.value.code == 403
+        assert sorted(p.name for p in my_work.iterdir()) == sorted(
+            p.name for p in Path(ROOT, "exercises").glob("*.ipynb"))
+        assert token not in " ".join(argv)                # not on a command line others can read
     finally:
-        server.terminate()
-        server.wait(timeout=20)
+        launcher.send_signal(signal.SIGINT)               # Ctrl-C
+        launcher.wait(timeout=30)
+    rest = []
+    while (line := lines.get(timeout=5)) is not None:
+        rest.append(line)
+    assert rest == [], "the URL must stay the last line printed"
+    assert launcher.returncode == 0
+    with pytest.raises(OSError):                          # the server stopped with it
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status", timeout=2)

@@ -9,9 +9,14 @@ yet" instead of an error.
 When the grader runs a notebook it sets DURABLE_LITE_GRADING_RESULTS to a file; every
 check then appends one JSON line to it. That file, not the printed text, is how scores
 leave the kernel, so a notebook that later crashes or hangs keeps the scores it earned.
+
+In a Jupyter notebook the report is shown as HTML (passes green, failures red, long lines
+wrapped to the cell's width); in a terminal, under pytest and under the grader it is the
+same report as plain text.
 """
 
 import contextlib
+import html
 import io
 import json
 import os
@@ -146,6 +151,46 @@ class QuestionResult:
                     lines.append(f"      hint: {t.hint}")
         return "\n".join(lines)
 
+    def html(self) -> str:
+        """The same report as `report()`, coloured, for a notebook. Every piece of text is
+        escaped: names, messages and hints quote the learner's code and errors."""
+        e = html.escape
+        colour = _COLOURS[self.status]
+        if self.status == NOT_ATTEMPTED:
+            first = self.tests[0]
+            verdict = f"not attempted yet (0/{self.total} tests)"
+            body = _html_line(e(first.message), 1) + (
+                _html_line(f"<i>hint:</i> {e(first.hint)}", 1, _HINT) if first.hint else "")
+        else:
+            mark = "all tests passed ✓" if self.status == PASSED else "some tests failed"
+            verdict = f"{self.passed}/{self.total} — {mark}"
+            body = ""
+            for t in self.tests:
+                ok = t.status == PASSED
+                body += _html_line(f"{'✓' if ok else '✗'} {e(t.name)}", 1,
+                                   _COLOURS[PASSED if ok else FAILED])
+                if not ok and t.message:
+                    body += _html_line(e(t.message), 3)
+                if not ok and t.hint:
+                    body += _html_line(f"<i>hint:</i> {e(t.hint)}", 3, _HINT)
+        head = (f"<div style='color:{colour}; font-weight:bold'>"
+                f"{e(self.question)} · {e(self.title)}: {e(verdict)}</div>")
+        return (f"<div class='durable-lite-check' style='{_BOX}; border-left:4px solid {colour}'>"
+                f"{head}{body}</div>")
+
+
+_COLOURS = {PASSED: "#1e7b34", FAILED: "#c0392b", NOT_ATTEMPTED: "#8a6d00"}
+_HINT = "#1f5f8b"
+# pre-wrap keeps the report's line breaks and indents, and wraps long lines at the cell's
+# width instead of making the learner scroll sideways.
+_BOX = ("font-family:var(--jp-code-font-family, monospace); font-size:0.92em; "
+        "white-space:pre-wrap; overflow-wrap:anywhere; padding:4px 10px; line-height:1.45")
+
+
+def _html_line(inner: str, indent: int, colour: str = "") -> str:
+    style = f"margin-left:{indent}em" + (f"; color:{colour}" if colour else "")
+    return f"<div style='{style}'>{inner}</div>"
+
 
 # running ------------------------------------------------------------------------------------
 def run_question(exercise: Exercise, qid: str, answers) -> QuestionResult:
@@ -270,5 +315,25 @@ class Checker:
             return None
         result = run_question(ex, question, answers)
         record(result)
-        print(result.report())
+        show(result)
         return None
+
+
+def show(result: QuestionResult) -> None:
+    """HTML in a notebook, plain text anywhere else (a terminal, pytest, the grader)."""
+    if not _notebook_is_watching():
+        print(result.report())
+        return
+    from IPython.display import display
+    display({"text/plain": result.report(), "text/html": result.html()}, raw=True)
+
+
+def _notebook_is_watching() -> bool:
+    """A Jupyter kernel is running this code and a person will see its output. The grader
+    also runs notebooks in a kernel, but nobody watches: it gets the plain report, which
+    its saved notebook keeps as text."""
+    if os.environ.get(RESULTS_ENV):
+        return False
+    ipython = sys.modules.get("IPython")       # never import IPython just to find out
+    shell = ipython.get_ipython() if ipython is not None else None
+    return getattr(shell, "kernel", None) is not None

@@ -8,6 +8,13 @@ would do:
     engine.signal(run_id, "approval", {"approved": True, "by": "ana", "note": ""})
     engine.recover()        # continue every run whose signal arrived or whose deadline passed
 
+A screen is a picture of the store taken some time ago, so a click can come too late: the
+deadline passed (the run will take its deadline branch however soon someone approves), the
+run already finished, or another inbox decided first. The inbox checks the run before it
+sends anything and reads the run back afterwards, and its log says what really happened.
+A decision that arrives after the deadline is not sent at all: the engine would keep it for
+the run's *next* wait of that name, where it would answer a question nobody asked yet.
+
 `InboxModel` is the logic in plain Python (tests drive it directly); `ApprovalInbox` is an
 ipywidgets panel that only shows a model and forwards clicks to it. Build a new inbox on a
 new engine after a restart: the inbox keeps nothing that the store does not.
@@ -20,16 +27,48 @@ from typing import Callable, List, Optional
 from ..run import Run
 from ..store.records import WAITING
 
+# What became of a decision (Decision.outcome).
+TAKEN = "taken"                  # the run's wait returned this decision
+TOO_LATE = "too late"            # the deadline had passed: nothing sent, the deadline branch ran
+NOT_WAITING = "not waiting"      # the run had moved on before the click: nothing sent
+OVERTAKEN = "overtaken"          # another decision reached the wait first
+DELIVERED = "delivered"          # sent and kept, but the run has not read it yet
+
 
 @dataclass(frozen=True)
 class Decision:
-    """One click, and what the run did next."""
+    """One click, and what the run did with it (read back from the store)."""
 
     run_id: str
     approved: bool
     by: str
-    status: str              # the run's status right after the decision was delivered
+    status: str              # the run's status right after the click was handled
     result: object = None
+    outcome: str = TAKEN
+    answer: object = None    # what the run's wait returned, if it has returned
+
+    @property
+    def verb(self) -> str:
+        return "approve" if self.approved else "reject"
+
+    def text(self) -> str:
+        """One line for the log, in plain words."""
+        did = "approved" if self.approved else "rejected"
+        after = f"run {self.status}" + ("" if self.result is None else f", {self.result}")
+        if self.outcome == TAKEN:
+            return f"{self.run_id}: {did} by {self.by} → {after}"
+        if self.outcome == TOO_LATE:
+            return (f"{self.run_id}: too late to {self.verb}: its deadline had passed, so "
+                    f"nothing was sent and the run took its deadline branch → {after}")
+        if self.outcome == NOT_WAITING:
+            return (f"{self.run_id}: no longer waiting for a decision ({self.status}"
+                    f"{'' if self.result is None else ', ' + str(self.result)}); "
+                    f"{self.verb} by {self.by} was not sent")
+        if self.outcome == OVERTAKEN:
+            return (f"{self.run_id}: {did} by {self.by}, but another decision reached the run "
+                    f"first ({self.answer}) → {after}")
+        return (f"{self.run_id}: {did} by {self.by}; the decision is stored, the run has not "
+                f"read it yet (it continues at the next recover()) → {after}")
 
 
 def default_describe(run: Run) -> str:
@@ -53,19 +92,64 @@ class InboxModel:
         """Hours until the run's deadline, on the engine's clock (negative: overdue)."""
         return (run.wake_at - self.engine.clock()) / 3600
 
-    def approve(self, run_id: str, note: str = "") -> Run:
-        return self.decide(run_id, True, note)
+    def is_waiting(self, run: Run, seen: Optional[Run] = None) -> bool:
+        """Is `run` (read now) still parked on this inbox's signal — the same wait as the
+        snapshot `seen`, if given (a workflow may ask twice; each wait has its own deadline)?"""
+        same_wait = seen is None or run.wake_at == seen.wake_at
+        return run.status == WAITING and run.waiting_for == self.signal and same_wait
 
-    def reject(self, run_id: str, note: str = "") -> Run:
-        return self.decide(run_id, False, note)
+    def approve(self, run_id: str, note: str = "", seen: Optional[Run] = None) -> Run:
+        return self.decide(run_id, True, note, seen)
 
-    def decide(self, run_id: str, approved: bool, note: str = "") -> Run:
-        """Deliver the decision durably, then let the engine continue what is due."""
-        payload = {"approved": bool(approved), "by": self.reviewer, "note": note}
+    def reject(self, run_id: str, note: str = "", seen: Optional[Run] = None) -> Run:
+        return self.decide(run_id, False, note, seen)
+
+    def decide(self, run_id: str, approved: bool, note: str = "",
+               seen: Optional[Run] = None) -> Run:
+        """Deliver the decision durably, let the engine continue what is due, and record in
+        `decisions` what the run really did with it.
+
+        `seen` is the run as the reviewer saw it (a row on screen). Nothing is sent if the
+        run is no longer waiting on that wait, or if its deadline has already passed (a
+        signal sent after the deadline never answers this wait). Errors from the engine or
+        the store (an unknown run, a closed store) are raised.
+        """
+        approved = bool(approved)
+        before = self.engine.get(run_id)
+        if not self.is_waiting(before, seen):
+            return self._record(run_id, approved, before, NOT_WAITING)
+        if self.engine.clock() > before.wake_at:
+            self.engine.recover()                         # the deadline branch, now
+            return self._record(run_id, approved, self.engine.get(run_id), TOO_LATE)
+        payload = {"approved": approved, "by": self.reviewer, "note": note}
         self.engine.signal(run_id, self.signal, payload)
         self.engine.recover()
-        run = self.engine.get(run_id)
-        self.decisions.append(Decision(run_id, bool(approved), self.reviewer, run.status, run.result))
+        after = self.engine.get(run_id)
+        answered, answer = self._wait_answer(run_id, before.wake_at)
+        if not answered:
+            outcome = DELIVERED
+        elif answer == payload:
+            outcome = TAKEN
+        elif answer is None:
+            outcome = TOO_LATE     # the deadline passed between the check and the signal
+        else:
+            outcome = OVERTAKEN
+        return self._record(run_id, approved, after, outcome, answer)
+
+    def _wait_answer(self, run_id: str, deadline: float):
+        """(True, value) if the wait whose deadline is `deadline` has returned `value`
+        (None: the deadline won); (False, None) while it is still open. The wait's history
+        is a timer entry holding the deadline, then a signal entry holding the answer."""
+        rows = self.engine.history(run_id)
+        for timer, answer in zip(rows, rows[1:]):
+            if (timer["kind"] == "timer" and timer["step"] == self.signal
+                    and timer["result"] == deadline and answer["kind"] == "signal"):
+                return True, answer["result"]
+        return False, None
+
+    def _record(self, run_id, approved, run: Run, outcome, answer=None) -> Run:
+        self.decisions.append(Decision(run_id, approved, self.reviewer, run.status, run.result,
+                                       outcome, answer))
         return run
 
     def __repr__(self):
@@ -74,8 +158,9 @@ class InboxModel:
 
 # the widget --------------------------------------------------------------------------------
 def _deadline_text(hours: float) -> str:
-    if hours <= 0:
-        return "<span style='color:#c0392b'>deadline passed: escalates at the next recover()</span>"
+    if hours < 0:
+        return ("<span style='color:#c0392b'>deadline passed: a decision now is too late; "
+                "the run escalates at the next recover()</span>")
     if hours < 24:
         return f"<span style='color:#b35900'>deadline in {hours:.1f} h</span>"
     return f"deadline in {hours / 24:.1f} days"
@@ -83,11 +168,15 @@ def _deadline_text(hours: float) -> str:
 
 @dataclass
 class _Row:
-    run_id: str
+    run: Run                 # the run as this row shows it
     label: object            # ipywidgets.HTML
     approve: object          # ipywidgets.Button
     reject: object           # ipywidgets.Button
     box: object              # ipywidgets.HBox
+
+    @property
+    def run_id(self) -> str:
+        return self.run.run_id
 
 
 class ApprovalInbox:
@@ -95,6 +184,11 @@ class ApprovalInbox:
 
     `inbox.buttons(run_id)` returns that run's (approve, reject) buttons, so code can click
     them the way a reviewer would: `inbox.buttons("refund-A-101")[0].click()`.
+
+    Every click re-reads the store: a row whose run has moved on (finished, escalated,
+    decided elsewhere) sends nothing, says so in the log, and the list is redrawn. An error
+    raised while handling a click is shown in the panel's red error line (`inbox.error`),
+    because Jupyter sends a callback's exception only to its log console, where nobody looks.
     """
 
     def __init__(self, engine=None, signal: str = "approval", reviewer: str = "reviewer",
@@ -107,10 +201,13 @@ class ApprovalInbox:
         self.header = w.HTML()
         self.list = w.VBox()
         self.log = w.HTML()
+        self.error = w.HTML()
+        self.last_error: Optional[BaseException] = None
         self.refresh_button = w.Button(description="Refresh", icon="refresh",
                                        tooltip="re-read the store (after a restart or a deadline)")
-        self.refresh_button.on_click(lambda _: self.refresh())
-        self.panel = w.VBox([w.HBox([self.header, self.refresh_button]), self.list, self.log])
+        self.refresh_button.on_click(lambda _: self._guarded(("Refresh", self.refresh)))
+        self.panel = w.VBox([w.HBox([self.header, self.refresh_button]), self.error,
+                             self.list, self.log])
         self.rows: List[_Row] = []
         self.refresh()
 
@@ -135,25 +232,41 @@ class ApprovalInbox:
         w = self._w
         text = (f"<code>{html.escape(run.run_id)}</code> — {html.escape(self.model.describe(run))}"
                 f" — {_deadline_text(self.model.hours_left(run))}")
-        label = w.HTML(text, layout=w.Layout(width="560px"))
+        label = w.HTML(text, layout=w.Layout(width="560px", min_width="240px"))
         approve = w.Button(description="Approve", button_style="success", icon="check")
         reject = w.Button(description="Reject", button_style="danger", icon="times")
-        approve.on_click(lambda _, rid=run.run_id: self._decide(rid, True))
-        reject.on_click(lambda _, rid=run.run_id: self._decide(rid, False))
-        return _Row(run.run_id, label, approve, reject, w.HBox([label, approve, reject]))
+        approve.on_click(lambda _, seen=run: self._decide(seen, True))
+        reject.on_click(lambda _, seen=run: self._decide(seen, False))
+        box = w.HBox([label, approve, reject], layout=w.Layout(flex_flow="row wrap"))
+        return _Row(run, label, approve, reject, box)
 
-    def _decide(self, run_id, approved):
-        self.model.decide(run_id, approved)
-        self.refresh()
+    def _decide(self, seen: Run, approved: bool):
+        verb = "Approve" if approved else "Reject"
+        self._guarded((f"{verb} {seen.run_id}",
+                       lambda: self.model.decide(seen.run_id, approved, seen=seen)),
+                      ("Refresh", self.refresh))                # redraw, whatever happened
+
+    def _guarded(self, *actions):
+        """Run a click's (label, action) pairs in order; show every error in the panel's
+        error line instead of losing it, and clear the line when all went well."""
+        errors = []
+        for what, action in actions:
+            try:
+                action()
+            except Exception as exc:  # shown, not raised: a raise vanishes into the log console
+                self.last_error = exc
+                errors.append(f"<div style='color:#c0392b'><b>{html.escape(what)} failed:</b> "
+                              f"{html.escape(type(exc).__name__)}: {html.escape(str(exc))}</div>")
+        if not errors:
+            self.last_error = None
+        self.error.value = "".join(errors)
 
     def _log_html(self) -> str:
         if not self.model.decisions:
             return "<div style='color:#777'>No decisions yet.</div>"
         lines = "".join(
-            f"<div><code>{html.escape(d.run_id)}</code>: "
-            f"{'approved' if d.approved else 'rejected'} by {html.escape(d.by)} → run "
-            f"{html.escape(d.status)}{'' if d.result is None else ', ' + html.escape(str(d.result))}</div>"
-            for d in self.model.decisions)
+            f"<div style='{'' if d.outcome == TAKEN else 'color:#b35900'}'>"
+            f"{html.escape(d.text())}</div>" for d in self.model.decisions)
         return f"<div style='font-family:monospace; font-size:0.9em'>{lines}</div>"
 
     def _repr_mimebundle_(self, **kwargs):

@@ -16,6 +16,7 @@ tool call made, failed ones included: the price of each strategy.
 n and k); it is plain Python so tests can drive it without a browser.
 """
 
+import html
 import tempfile
 from dataclasses import dataclass
 from typing import Dict, Optional
@@ -172,7 +173,7 @@ def compare(p: float, n: int, k: int, runs: int = 200, seed: int = 0) -> Dict[st
 # plots ------------------------------------------------------------------------------------
 def plot_finish_rates(p: float = 0.95, ks=(1, 2, 3), n_max: int = 30, ax=None,
                       restart: bool = False):
-    """Finish rate against the number of steps, one curve per k (k=1 is p**n).
+    """Finish rate against the number of steps, one curve per k (k=1 is pⁿ).
 
     With restart=True, dashed curves show the same k spent on restarting the whole run.
     Returns the matplotlib Axes.
@@ -181,7 +182,7 @@ def plot_finish_rates(p: float = 0.95, ks=(1, 2, 3), n_max: int = 30, ax=None,
     ns = list(range(1, n_max + 1))
     for k in ks:
         color = color_for(k)
-        label = f"k={k}: first try only (p**n)" if k == 1 else f"k={k} attempts per step"
+        label = f"k={k}: first try only (pⁿ)" if k == 1 else f"k={k} attempts per step"
         ax.plot(ns, [per_step_retry_rate(p, n, k) for n in ns], color=color, lw=2, label=label)
         if restart and k > 1:
             ax.plot(ns, [restart_rate(p, n, k) for n in ns], color=color, lw=1.5, ls="--",
@@ -193,7 +194,9 @@ def plot_finish_rates(p: float = 0.95, ks=(1, 2, 3), n_max: int = 30, ax=None,
     ax.xaxis.set_major_locator(_integers())
     ax.yaxis.set_major_formatter(_percent())
     ax.grid(alpha=0.3)
-    ax.legend(loc="lower left", fontsize=8)
+    # Beside the plot, not on it: with a low p the curves fill every corner of the axes.
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1), borderaxespad=0, fontsize=9,
+              frameon=False)
     return ax
 
 
@@ -254,6 +257,9 @@ def _percent():
 
 
 # the explorer -----------------------------------------------------------------------------
+DPI = 96            # the explorer's PNG: 8.4 in × 96 = about 800 px, a notebook column
+
+
 class ReliabilityModel:
     """Sliders' state and everything derived from it: formulas and a fresh simulation."""
 
@@ -290,10 +296,13 @@ class ReliabilityModel:
 
     def figure(self):
         """The explorer's picture: curves against n, simulated points at the chosen n,
-        and the tool calls each strategy spent. A matplotlib Figure (no pyplot state)."""
+        and the tool calls each strategy spent. A matplotlib Figure (no pyplot state).
+
+        Sized for a notebook column (about 800 px wide): the legend sits under the curves,
+        never on them, in text as large as the axis labels."""
         from matplotlib.figure import Figure
 
-        fig = Figure(figsize=(10, 3.8))
+        fig = Figure(figsize=(8.4, 4.9), layout="constrained")
         ax, ax_cost = fig.subplots(1, 2, gridspec_kw={"width_ratios": [3, 2]})
         n_max = max(20, self.n + 5)
         plot_finish_rates(self.p, ks=sorted({1, self.k}), n_max=n_max, ax=ax, restart=True)
@@ -303,50 +312,69 @@ class ReliabilityModel:
                     ls="none", color=colors[s], markeredgecolor="white",
                     label=f"simulated, {s}: {t.finish_rate:.1%}")
         ax.axvline(self.n, color="#999", lw=0.8)
-        ax.legend(loc="lower left", fontsize=7)
-        ax.set_title(f"p={self.p:.3f}, k={self.k}: at n={self.n}, per-step retry finishes "
-                     f"{self.tallies[DURABLE].finish_rate:.0%} of runs", fontsize=9)
+        handles, labels = ax.get_legend_handles_labels()
+        ax.get_legend().remove()
+        fig.legend(handles, labels, loc="outside lower center", ncol=2, fontsize=9,
+                   frameon=False)
+        ax.set_title(f"p={self.p:.3f}, k={self.k}: at n={self.n}, per-step retry\n"
+                     f"finishes {self.tallies[DURABLE].finish_rate:.0%} of runs", fontsize=10)
         names = list(self.tallies)
-        ax_cost.bar(range(len(names)), [self.tallies[s].executions_per_run for s in names],
-                    color=[colors[s] for s in names])
+        bars = ax_cost.bar(range(len(names)), [self.tallies[s].executions_per_run for s in names],
+                           color=[colors[s] for s in names])
+        ax_cost.bar_label(bars, fmt="%.2f", label_type="center", color="white", fontsize=10,
+                          weight="bold")       # inside the bar: the formula's tick sits on top
         ax_cost.plot(range(len(names)), [self.tallies[s].predicted_executions for s in names],
                      "_", color="#f1c40f", ms=40, mew=3)
         ax_cost.set_xticks(range(len(names)))
-        ax_cost.set_xticklabels(names, fontsize=8)
+        ax_cost.set_xticklabels([name.replace(" from", "\nfrom") for name in names], fontsize=9)
         ax_cost.set_ylabel("tool calls per run")
-        ax_cost.set_title(f"average over {self.runs} runs (yellow tick: formula)", fontsize=9)
+        ax_cost.set_title(f"average over {self.runs} runs\n(yellow tick: formula)", fontsize=10)
         ax_cost.grid(axis="y", alpha=0.3)
-        fig.tight_layout()
         return fig
 
     def png(self) -> bytes:
         import io
         buffer = io.BytesIO()
-        self.figure().savefig(buffer, format="png", dpi=80)
+        self.figure().savefig(buffer, format="png", dpi=DPI)
         return buffer.getvalue()
 
     def __repr__(self):
         return f"ReliabilityModel(p={self.p}, n={self.n}, k={self.k}, runs={self.runs})"
 
 
+_CELL = "padding:2px 12px; text-align:right"
+
+
 def _readout_html(model: ReliabilityModel) -> str:
+    """The numbers under the picture, as a real table (one notation: pⁿ)."""
     f = model.formulas
-    rows = [("first try (p<sup>n</sup>)", f["first try"], None, None)]
+    rows = [("first try only (p<sup>n</sup>)", f["first try"], None, None)]
     for s in STRATEGIES:
         t = model.tallies[s]
-        rows.append((s, f[s], t.finish_rate, t.executions_per_run))
-    cells = "".join(
-        f"<tr><td style='padding-right:1em'>{name}</td><td>{formula:.2%}</td>"
-        f"<td>{'' if seen is None else f'{seen:.1%}'}</td>"
-        f"<td>{'' if calls is None else f'{calls:.2f}'}</td></tr>"
+        rows.append((f"{s}, k={model.k}", f[s], t.finish_rate, t.executions_per_run))
+    head = "".join(f"<th style='{_CELL}; border-bottom:1px solid #999'>{h}</th>"
+                   for h in ("finish rate: formula", "simulated", "tool calls per run"))
+    body = "".join(
+        f"<tr><td style='{_CELL}; text-align:left'>{name}</td>"
+        f"<td style='{_CELL}'>{formula:.2%}</td>"
+        f"<td style='{_CELL}'>{'–' if seen is None else f'{seen:.1%}'}</td>"
+        f"<td style='{_CELL}'>{'–' if calls is None else f'{calls:.2f}'}</td></tr>"
         for name, formula, seen, calls in rows)
-    return ("<table style='font-family:monospace; font-size:0.9em'>"
-            "<tr><th></th><th>formula</th><th>simulated</th><th>tool calls/run</th></tr>"
-            f"{cells}</table>")
+    return ("<table style='border-collapse:collapse; font-variant-numeric:tabular-nums'>"
+            f"<tr><th style='{_CELL}; border-bottom:1px solid #999'></th>{head}</tr>"
+            f"{body}</table>")
+
+
+def _status_html(model: ReliabilityModel) -> str:
+    return (f"<span style='color:#555'>p={model.p:.3f}, n={model.n}, k={model.k}: "
+            f"{model.runs} simulated runs of each strategy</span>")
 
 
 class ReliabilityExplorer:
-    """Sliders for p, n and k; the curves, simulated points and cost redraw on release."""
+    """Sliders for p, n and k; the curves, simulated points and cost redraw on release.
+
+    While a change is being simulated the status line says "recomputing…"; the sliders wrap
+    onto new lines rather than shrink when the window is narrow."""
 
     def __init__(self, p: float = 0.95, n: int = 6, k: int = 3, runs: int = 200, seed: int = 0,
                  model: Optional[ReliabilityModel] = None):
@@ -354,25 +382,44 @@ class ReliabilityExplorer:
 
         self.model = model or ReliabilityModel(p, n, k, runs, seed)
         m = self.model
-        slider = dict(continuous_update=False, style={"description_width": "initial"})
-        self.p = w.FloatSlider(value=m.p, min=0.5, max=0.999, step=0.001, readout_format=".3f",
-                               description="p (step succeeds)", **slider)
-        self.n = w.IntSlider(value=m.n, min=1, max=30, description="n (steps)", **slider)
-        self.k = w.IntSlider(value=m.k, min=1, max=6, description="k (attempts)", **slider)
-        self.image = w.Image(format="png")
+        # A slider in a flex row shrinks until its track vanishes; give each one a width it
+        # keeps, and let the row wrap instead.
+        def slider(kind, description, **options):
+            return kind(description=description, continuous_update=False,
+                        style={"description_width": "9.5em"},
+                        layout=w.Layout(min_width="320px", width="360px", flex="1 1 360px"),
+                        **options)
+
+        self.p = slider(w.FloatSlider, "p (step succeeds)", value=m.p, min=0.5, max=0.999,
+                        step=0.001, readout_format=".3f")
+        self.n = slider(w.IntSlider, "n (steps)", value=m.n, min=1, max=30)
+        self.k = slider(w.IntSlider, "k (attempts)", value=m.k, min=1, max=6)
+        self.status = w.HTML()
+        self.image = w.Image(format="png", layout=w.Layout(max_width="100%", height="auto"))
         self.readout = w.HTML()
-        self.panel = w.VBox([w.HBox([self.p, self.n, self.k]), self.image, self.readout])
+        self.sliders = w.HBox([self.p, self.n, self.k],
+                              layout=w.Layout(flex_flow="row wrap", width="100%"))
+        self.panel = w.VBox([self.sliders, self.status, self.image, self.readout])
         for s in (self.p, self.n, self.k):
             s.observe(self._on_change, names="value")
         self.refresh()
 
     def _on_change(self, _change):
-        self.model.set(p=self.p.value, n=self.n.value, k=self.k.value)
-        self.refresh()
+        # Sent to the browser at once, so the learner sees the work start (a simulation of
+        # hundreds of runs takes a moment); refresh() replaces it with the new numbers.
+        self.status.value = ("<span style='color:#b35900'>recomputing… "
+                             f"({2 * self.model.runs} simulated runs)</span>")
+        try:
+            self.model.set(p=self.p.value, n=self.n.value, k=self.k.value)
+            self.refresh()
+        except Exception as exc:  # shown in the panel: a callback's error is otherwise lost
+            self.status.value = (f"<span style='color:#c0392b'>could not recompute: "
+                                 f"{html.escape(type(exc).__name__)}: {html.escape(str(exc))}</span>")
 
     def refresh(self):
         self.image.value = self.model.png()
         self.readout.value = _readout_html(self.model)
+        self.status.value = _status_html(self.model)
 
     def _repr_mimebundle_(self, **kwargs):
         bundle = self.panel._repr_mimebundle_(**kwargs)

@@ -1,0 +1,175 @@
+"""`make lab`: start JupyterLab on the course and print the link to lesson 00.
+
+    python -m durable_lite.lab.launch [--port N] [--log FILE] [--my-work DIR] [--no-browser]
+
+1. Copy every exercise that `my_work/` lacks into it (never overwriting a learner's file).
+2. Pick a free port on 127.0.0.1 and a random token, and start JupyterLab in the course
+   folder. Its own chatter goes to a log file, so the terminal shows only what matters.
+3. Wait until the server answers and lesson 00 is there, then print lesson 00's full URL,
+   token included, as the last line. With a display, open it in the browser as well.
+   (JupyterLab's own "open the browser" would land a headless or remote user on the
+   Launcher, with a URL buried in its log.)
+
+Ctrl-C stops the server and every kernel it started.
+"""
+
+import argparse
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import List, Optional
+
+from .workspace import MY_WORK, copy_missing_exercises
+
+LESSON = "notebooks/00_welcome.ipynb"
+READY_TIMEOUT = 120.0         # seconds; a first start on a slow laptop builds caches
+
+
+def free_port() -> int:
+    """A port nobody listens on right now (the OS picks it)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def has_display() -> bool:
+    """Could a browser window open here? Not over ssh, not on a Linux box without X/Wayland."""
+    if os.environ.get("SSH_CONNECTION") or os.environ.get("SSH_TTY"):
+        return False
+    if sys.platform in ("darwin", "win32"):
+        return True
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
+def lesson_url(port: int, token: str, lesson: str = LESSON) -> str:
+    return f"http://127.0.0.1:{port}/lab/tree/{lesson}?token={token}"
+
+
+def jupyter_command(root: Path, port: int) -> List[str]:
+    command = [sys.executable, "-m", "jupyterlab", "--no-browser",
+               "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
+               "--ServerApp.port_retries=0", f"--ServerApp.root_dir={root}"]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        command.append("--allow-root")      # containers and fresh VMs often run as root
+    return command
+
+
+def wait_until_ready(server: subprocess.Popen, port: int, token: str, lesson: str,
+                     timeout: float = READY_TIMEOUT) -> Optional[str]:
+    """None once the server serves `lesson`; otherwise why it never will."""
+    url = f"http://127.0.0.1:{port}/api/contents/{lesson}?content=0"
+    request = urllib.request.Request(url, headers={"Authorization": f"token {token}"})
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with urllib.request.urlopen(request, timeout=5) as answer:
+                if answer.status == 200:
+                    return None
+        except urllib.error.HTTPError as exc:
+            if exc.code == 404:
+                return f"the server is up but has no {lesson} (run this from the course folder)"
+        except OSError:
+            pass                                  # not listening yet
+        if server.poll() is not None:
+            return f"JupyterLab exited with code {server.returncode} before it was ready"
+        if time.monotonic() > deadline:
+            return f"JupyterLab did not answer within {timeout:.0f} s"
+        time.sleep(0.25)
+
+
+def stop(server: subprocess.Popen) -> None:
+    """Ask the server to shut down (it stops its kernels), then insist."""
+    if server.poll() is not None:
+        return
+    server.send_signal(signal.SIGTERM)
+    try:
+        server.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
+
+
+def _tail(path: Path, lines: int = 25) -> str:
+    try:
+        return "".join(path.read_text(encoding="utf-8", errors="replace").splitlines(True)[-lines:])
+    except OSError:
+        return ""
+
+
+def _say(text: str = "") -> None:
+    print(text, flush=True)       # flushed: under make, stdout is often a pipe
+
+
+def _report_copies(copied, my_work: str) -> None:
+    if not copied:
+        return
+    names = ", ".join(p.name for p in copied)
+    _say(f"{my_work}/: copied {len(copied)} exercise notebook(s) there: {names}")
+    _say(f"  Work in {my_work}/: your files there are never overwritten "
+         f"(delete one to get a fresh copy).")
+
+
+class _Stopped(Exception):
+    """SIGTERM or SIGHUP: stop the server as Ctrl-C would."""
+
+
+def _raise_stopped(signum, frame):
+    raise _Stopped()
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m durable_lite.lab.launch",
+                                     description="Start JupyterLab on the course; print lesson 00's URL.")
+    parser.add_argument("--root", default=".", help="the course folder (default: here)")
+    parser.add_argument("--port", type=int, default=0, help="port (default: a free one)")
+    parser.add_argument("--log", default=None, help="JupyterLab's log file")
+    parser.add_argument("--my-work", default=MY_WORK, help="the learner's folder (default: my_work)")
+    parser.add_argument("--lesson", default=LESSON, help="the notebook the URL opens")
+    parser.add_argument("--no-browser", action="store_true", help="only print the URL")
+    args = parser.parse_args(argv)
+
+    root = Path(args.root).resolve()
+    _report_copies(copy_missing_exercises(root, args.my_work), args.my_work)
+    port = args.port or free_port()
+    token = secrets.token_hex(24)
+    log = Path(args.log) if args.log else Path(tempfile.gettempdir()) / f"durable-lite-jupyterlab-{port}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    _say(f"Starting JupyterLab on port {port} (its log: {log}) …")
+    # The token travels in the environment, where other users cannot read it (`ps` shows
+    # command lines). stdin is not a terminal, so Ctrl-C stops the server without asking.
+    env = dict(os.environ, JUPYTER_TOKEN=token)
+    for name in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+        if name is not None:
+            signal.signal(name, _raise_stopped)
+    with open(log, "ab") as log_file:
+        server = subprocess.Popen(jupyter_command(root, port), cwd=root, env=env,
+                                  stdin=subprocess.DEVNULL, stdout=log_file,
+                                  stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        problem = wait_until_ready(server, port, token, args.lesson)
+        if problem:
+            print(f"{problem}. The end of its log:\n{_tail(log)}", file=sys.stderr, flush=True)
+            return 1
+        url = lesson_url(port, token, args.lesson)
+        if not args.no_browser and has_display():
+            import webbrowser
+            webbrowser.open(url)
+        _say("JupyterLab is ready (Ctrl-C here stops it). Open lesson 00:")
+        _say(url)
+        return server.wait()
+    except (KeyboardInterrupt, _Stopped):
+        return 0
+    finally:
+        stop(server)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
