@@ -54,13 +54,31 @@ def pyproject():
     return tomllib.loads(read("pyproject.toml"))
 
 
+def expand(extras, names, own_name):
+    """The requirements of these extras, following `own-name[extra]` references."""
+    out, todo, seen = set(), list(names), set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        for r in extras[name]:
+            package, _ = requirement(r)
+            if package.startswith(own_name):
+                todo += re.findall(r"\[([^\]]+)\]", r)[0].split(",")
+            else:
+                out.add(requirement(r))
+    return out
+
+
 def test_environment_yml_mirrors_pyprojects_dependencies():
     project = pyproject()["project"]
     extras = project["optional-dependencies"]
-    wanted = {requirement(r) for r in project["dependencies"] + extras["lab"] + extras["test"]
-              if not requirement(r)[0].startswith(requirement(project["name"])[0])}
+    own_name = requirement(project["name"])[0]
+    wanted = {requirement(r) for r in project["dependencies"]} | expand(extras, ["test"], own_name)
     conda, pip = environment_yml()
-    have = {requirement(r) for r in conda} - {("python", requirement(conda[0])[1]), ("pip", "")}
+    have = {requirement(r) for r in conda + [p for p in pip if p != "-e ."]} \
+        - {("python", requirement(conda[0])[1]), ("pip", "")}
     assert have == wanted
     assert requirement(conda[0]) == ("python", project["requires-python"])
     assert "-e ." in pip                                  # the package itself, editable
