@@ -17,9 +17,12 @@ between, which `launch()` here does for you. Three settings matter for a course:
     dbos_support.shutdown()
 """
 
+import asyncio
 import contextlib
+import functools
 import logging
 import os
+import threading
 
 EXTRA = "pip install 'durable-lite[engines]'"
 APP_NAME = "durable-lite-course"
@@ -99,6 +102,36 @@ def recorded_steps(url_or_client, workflow_id: str) -> list:
     finally:
         if owned:
             c.destroy()
+
+
+def off_the_loop(fn):
+    """Decorator: run `fn` in a helper thread when this thread is running an asyncio loop.
+
+    Jupyter runs every cell inside an event loop, and DBOS refuses its blocking calls there
+    (send, get_result, start_workflow, ...) and asks for their `_async` forms. A helper
+    thread has no loop, so the same plain code works in a notebook and in a script.
+    """
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return fn(*args, **kwargs)
+        box = {}
+
+        def target():
+            try:
+                box["value"] = fn(*args, **kwargs)
+            except BaseException as exc:      # handed back to the caller's thread below
+                box["error"] = exc
+
+        helper = threading.Thread(target=target, name=f"off-the-loop:{fn.__name__}")
+        helper.start()
+        helper.join()
+        if "error" in box:
+            raise box["error"]
+        return box["value"]
+    return call
 
 
 def status_word(dbos_status: str) -> str:

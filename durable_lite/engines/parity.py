@@ -295,3 +295,51 @@ def _word(status):
 
 def _before(steps, name):
     return steps[:steps.index(name)] if name in steps else list(steps)
+
+
+# a few scenarios, side by side, for the lesson ---------------------------------------------------
+_SHOWN = ("status", "refunds paid", "refund requests", "emails", "tickets closed", "tool calls",
+          "deliveries", "replayed")
+
+
+def summary(outcome: dict) -> str:
+    """The numbers of an outcome that matter, in one line: "completed · refunds paid 1 · ..."."""
+    parts = [str(outcome["status"])]
+    for key in _SHOWN[1:]:
+        value = outcome.get(key)
+        if value:
+            parts.append(f"{key} {'+'.join(value) if isinstance(value, list) else value}")
+    return " · ".join(parts)
+
+
+def quick(folder, url, kill_url=None):
+    """Run a few scenarios on both engines (a few seconds) and return a DataFrame:
+    scenario, durable_lite, DBOS, agree. `folder` is a scratch folder; `url` a DBOS system
+    database for in-process runs, `kill_url` one for worker processes (default: `url`)."""
+    import pandas
+
+    from .dbos_support import off_the_loop
+
+    def place(name):
+        path = os.path.join(folder, name)
+        os.makedirs(path, exist_ok=True)
+        return os.path.join(path, "world"), path
+
+    cases = [
+        ("killed inside the refund step, resumed by a fresh process",
+         lambda f, w: refund_killed_durable_lite("refund", "after_effect", f, w),
+         lambda f: refund_killed_dbos("refund", "after_effect", f, kill_url or url)),
+        ("approval arrives before the deadline",
+         lambda f, w: approval_durable_lite(True, f, w),
+         lambda f: approval_dbos(True, f, url, timeout=0.3)),
+        ("nobody answers: the deadline passes",
+         lambda f, w: approval_durable_lite(False, f, w),
+         lambda f: approval_dbos(False, f, url, timeout=0.3)),
+    ]
+    rows = []
+    for n, (name, on_durable_lite, on_dbos) in enumerate(cases):
+        dl_outcome = on_durable_lite(*place(f"case{n}-durable_lite"))
+        dbos_outcome = off_the_loop(on_dbos)(place(f"case{n}-dbos")[0])
+        rows.append({"scenario": name, "durable_lite": summary(dl_outcome),
+                     "DBOS": summary(dbos_outcome), "agree": dl_outcome == dbos_outcome})
+    return pandas.DataFrame(rows)

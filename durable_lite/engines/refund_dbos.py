@@ -16,6 +16,7 @@ from dbos import DBOS, SetWorkflowID
 from .. import examples as ex
 from ..keys import derive_key
 from .dbos_faults import step
+from .dbos_support import off_the_loop
 
 APPROVAL = "approval"          # the message topic (durable_lite: the signal name)
 REFUNDS = "refunds"            # the queue
@@ -79,17 +80,35 @@ def refund_with_approval(folder, order_id, amount, limit=100,
             "amount": amount}
 
 
+# Helpers for starting and steering runs from outside a workflow. `off_the_loop` lets
+# them work in a notebook too, where DBOS refuses blocking calls inside Jupyter's loop.
+@off_the_loop
 def start(folder, order_id, amount, run_id, **options):
     """Start the workflow `run_id` in the background; returns its handle at once."""
     with SetWorkflowID(run_id):
         return DBOS.start_workflow(refund_with_approval, folder, order_id, amount, **options)
 
 
+@off_the_loop
+def wait(handle):
+    """Block until the workflow behind `handle` finishes; return its result."""
+    return handle.get_result(polling_interval_sec=0.05)
+
+
+@off_the_loop
 def approve(run_id, by="ana"):
     """A person approves: the message waits in the database until the workflow takes it."""
     DBOS.send(run_id, {"approved": True, "by": by}, APPROVAL)
 
 
+@off_the_loop
+def run_refund(folder, order_id, amount, run_id, **options):
+    """Lesson 01's refund under the workflow id `run_id`, to the end; returns its result."""
+    with SetWorkflowID(run_id):
+        return refund(folder, order_id, amount, **options)
+
+
+@off_the_loop
 def register_queue(poll=0.1):
     """Declare the refunds queue (after launch): one refund at a time on each worker, at
     most ten started a minute across all workers."""
@@ -97,6 +116,7 @@ def register_queue(poll=0.1):
                                limiter={"limit": 10, "period": 60}, polling_interval_sec=poll)
 
 
+@off_the_loop
 def enqueue(folder, order_id, amount, run_id, **options):
     """Put a refund on the queue; a worker with room starts it. Returns its handle."""
     with SetWorkflowID(run_id):
