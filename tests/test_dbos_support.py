@@ -57,10 +57,10 @@ def test_temp_postgres_is_stopped_when_the_code_using_it_fails():
 
 
 def test_dbos_moves_from_sqlite_to_postgres_in_one_process_and_prints_nothing(
-        tmp_path, postgres_url, capfd):
+        tmp_path, sqlite_url, postgres_url, capfd):
     from durable_lite.engines import refund_dbos
     from dbos import DBOS, SetWorkflowID
-    for n, url in enumerate([dbos_support.sqlite_url(tmp_path / "dbos.sqlite"), postgres_url]):
+    for n, url in enumerate([sqlite_url, postgres_url]):
         with dbos_support.running(url):
             with SetWorkflowID(f"refund-A-17-support-{n}"):
                 result = refund_dbos.refund(str(tmp_path / f"world-{n}"), "A-17", 40)

@@ -22,6 +22,7 @@ import contextlib
 import functools
 import logging
 import os
+import sys
 import threading
 
 EXTRA = "pip install 'durable-lite[engines]'"
@@ -41,6 +42,21 @@ def require():
     except ImportError as exc:
         raise ImportError(f"this needs DBOS Transact: {EXTRA}") from exc
     return dbos
+
+
+def sqlite_usable():
+    """(True, "") if DBOS can keep its system database in SQLite here, else (False, why).
+
+    DBOS 3.4 writes `unixepoch('subsec')` into its SQLite schema on Python 3.12 and newer,
+    assuming those Pythons bring SQLite 3.42 or newer; a Python built against an older
+    system SQLite cannot insert a row. (Postgres is unaffected.)
+    """
+    import sqlite3
+    import sys as _sys
+    if _sys.version_info >= (3, 12) and sqlite3.sqlite_version_info < (3, 42):
+        return False, (f"DBOS on SQLite needs SQLite 3.42+ on Python 3.12+; this Python has "
+                       f"SQLite {sqlite3.sqlite_version}")
+    return True, ""
 
 
 def sqlite_url(path) -> str:
@@ -63,11 +79,26 @@ def launch(url: str, **options):
     executor id and application version (that is how a restarted process resumes).
     """
     dbos = require()
+    if url.startswith("sqlite"):
+        usable, why = sqlite_usable()
+        if not usable:
+            raise RuntimeError(why)
     shutdown()
+    _console_log_to_current_stderr()
     dbos.DBOS(config=config(url, **options))
     dbos.DBOS.launch()
     logging.getLogger("dbos").setLevel(logging.ERROR)
     return dbos.DBOS
+
+
+def _console_log_to_current_stderr():
+    """DBOS creates its console log handler once per process, bound to the sys.stderr of
+    that moment. Under pytest's capture or in a notebook that stream may since have been
+    replaced and closed; DBOS flushes the handler at every launch, so point it at today's."""
+    for handler in logging.getLogger("dbos").handlers:
+        if handler.name == "__dbos_console_log_handler__":
+            with handler.lock:
+                handler.stream = sys.stderr
 
 
 def shutdown() -> None:

@@ -29,6 +29,7 @@ import multiprocessing
 import os
 import shutil
 import signal
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -129,10 +130,14 @@ class Worker:
 
 
 def start_worker(url, executor_id, *, start=(), fork=(), wait_for=(), crash=None, hold=None,
-                 settings=None, linger=0.0, queue=False, timeout=60.0) -> Worker:
+                 settings=None, linger=0.0, queue=False, timeout=60.0, imports=(),
+                 python_path=()) -> Worker:
     """Start a DBOS worker process (see the module docstring).
 
-    start:    [(workflow, workflow id, args, kwargs)], workflow as "refund_dbos.refund"
+    start:    [(workflow, workflow id, args, kwargs)], workflow as "module.function": a
+              module of this package ("refund_dbos.refund") or any importable one
+    imports:  more modules to import before launch, so their workflows are registered
+    python_path: folders to put on the worker's sys.path (e.g. where a learner's port is)
     fork:     [(workflow id, step name, new workflow id)]: fork_workflow from that step
     wait_for: workflow ids to wait for as well (e.g. ones this worker recovers)
     crash:    a faults.CrashAt: SIGKILL itself there.  hold: the same point, but wait there
@@ -148,7 +153,8 @@ def start_worker(url, executor_id, *, start=(), fork=(), wait_for=(), crash=None
             "wait_for": list(wait_for), "settings": dict(settings or {}),
             "crash": None if crash is None else [crash.step, crash.when],
             "hold": None if hold is None else [hold.step, hold.when],
-            "linger": linger, "queue": queue, "timeout": timeout}
+            "linger": linger, "queue": queue, "timeout": timeout, "imports": list(imports),
+            "python_path": [os.fspath(p) for p in python_path]}
     process = _context().Process(target=_main, args=(spec,), name=f"dbos-{executor_id}")
     process.start()
     return Worker(process, folder, executor_id)
@@ -175,9 +181,12 @@ def _main(spec):
     log = os.open(os.path.join(folder, "worker.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND)
     os.dup2(log, 1)               # nothing a worker prints may reach a notebook cell
     os.dup2(log, 2)
+    sys.path[:0] = spec["python_path"]
+    for module in spec["imports"]:
+        _module(module)
     for dotted, value in spec["settings"].items():
         module, attr = dotted.rsplit(".", 1)
-        setattr(importlib.import_module(f"{PACKAGE}.{module}"), attr, value)
+        setattr(_module(module), attr, value)
     if spec["crash"]:
         dbos_faults.arm(CrashAt(*spec["crash"], kill=True))
     if spec["hold"]:
@@ -204,9 +213,19 @@ def _main(spec):
     dbos_support.shutdown()
 
 
+def _module(name):
+    """A module of this package by its short name, else any importable module."""
+    try:
+        return importlib.import_module(f"{PACKAGE}.{name}")
+    except ModuleNotFoundError as exc:
+        if exc.name != f"{PACKAGE}.{name}":
+            raise
+        return importlib.import_module(name)
+
+
 def _resolve(dotted):
     module, attr = dotted.rsplit(".", 1)
-    return getattr(importlib.import_module(f"{PACKAGE}.{module}"), attr)
+    return getattr(_module(module), attr)
 
 
 def step_id(workflow_id, step_name) -> int:

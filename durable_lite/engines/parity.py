@@ -73,17 +73,22 @@ def refund_killed_durable_lite(step, when, folder, workdir) -> dict:
             "replayed": resumed["replayed"], **ledger(folder)}
 
 
-def refund_killed_dbos(step, when, folder, url) -> dict:
+def refund_killed_dbos(step, when, folder, url, workflow="refund_dbos.refund",
+                       imports=(), python_path=()) -> dict:
+    """`workflow` may be any port of lesson 01's refund whose steps come from
+    dbos_faults.step (a learner's, say: give its module in `imports`/`python_path`)."""
     from .dbos_support import recorded_steps, status_word
     from .dbos_worker import start_worker
     # One system database serves many cases: each gets its own workflow and executor id.
     workflow_id, executor = f"refund-{ORDER}-{step}-{when}", f"sweep-{step}-{when}"
-    killed = start_worker(url, executor, crash=CrashAt(step, when),
-                          start=[("refund_dbos.refund", workflow_id, [folder, ORDER, AMOUNT],
+    where = {"imports": imports, "python_path": python_path}
+    killed = start_worker(url, executor, crash=CrashAt(step, when), **where,
+                          start=[(workflow, workflow_id, [folder, ORDER, AMOUNT],
                                   {"key_notices": True})])
     killed.join()
     checkpointed = recorded_steps(url, workflow_id)      # what the restart will replay
-    report = start_worker(url, executor, wait_for=[workflow_id]).result()[workflow_id]
+    report = start_worker(url, executor, wait_for=[workflow_id], **where
+                          ).result()[workflow_id]
     return {"killed": killed.killed, "status": status_word(report["status"]),
             "result": report["result"], "replayed": checkpointed, **ledger(folder)}
 
