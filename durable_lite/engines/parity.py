@@ -62,28 +62,28 @@ def _dbos():
 
 
 # lesson 01's refund, killed for real ---------------------------------------------------------
-def refund_killed_durable_lite(step, when, folder, workdir) -> dict:
+def refund_killed_durable_lite(step, when, folder, workdir, order=ORDER, amount=AMOUNT) -> dict:
     store = os.path.join(workdir, "runs.db")
-    killed = run_in_child(store, "durable_lite.examples", "refund", folder, ORDER, AMOUNT,
-                          run_id=f"refund-{ORDER}", crash_at=CrashAt(step, when, kill=True),
+    killed = run_in_child(store, "durable_lite.examples", "refund", folder, order, amount,
+                          run_id=f"refund-{order}", crash_at=CrashAt(step, when, kill=True),
                           key_notices=True)
-    resumed = run_in_child(store, "durable_lite.examples", "refund", run_id=f"refund-{ORDER}",
+    resumed = run_in_child(store, "durable_lite.examples", "refund", run_id=f"refund-{order}",
                            resume=True).run
     return {"killed": killed.killed, "status": resumed["status"], "result": resumed["result"],
             "replayed": resumed["replayed"], **ledger(folder)}
 
 
-def refund_killed_dbos(step, when, folder, url, workflow="refund_dbos.refund",
-                       imports=(), python_path=()) -> dict:
+def refund_killed_dbos(step, when, folder, url, order=ORDER, amount=AMOUNT,
+                       workflow="refund_dbos.refund", imports=(), python_path=()) -> dict:
     """`workflow` may be any port of lesson 01's refund whose steps come from
     dbos_faults.step (a learner's, say: give its module in `imports`/`python_path`)."""
     from .dbos_support import recorded_steps, status_word
     from .dbos_worker import start_worker
     # One system database serves many cases: each gets its own workflow and executor id.
-    workflow_id, executor = f"refund-{ORDER}-{step}-{when}", f"sweep-{step}-{when}"
+    workflow_id, executor = f"refund-{order}-{step}-{when}", f"sweep-{order}-{step}-{when}"
     where = {"imports": imports, "python_path": python_path}
     killed = start_worker(url, executor, crash=CrashAt(step, when), **where,
-                          start=[(workflow, workflow_id, [folder, ORDER, AMOUNT],
+                          start=[(workflow, workflow_id, [folder, order, amount],
                                   {"key_notices": True})])
     killed.join()
     checkpointed = recorded_steps(url, workflow_id)      # what the restart will replay
