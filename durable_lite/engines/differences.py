@@ -1,0 +1,111 @@
+"""Where DBOS and durable_lite differ: recorded, demonstrated, never silently skipped.
+
+The parity suite runs every scenario it can on both engines and demands equal ledgers.
+Where DBOS has no equivalent, or does the same job another way, the difference is written
+down here, and a test shows both sides of it (`evidence` names that test). The lesson
+prints this table; a test checks that every entry has its evidence and every evidence
+test has its entry.
+
+Checked against DBOS Transact for Python 3.4 (docs.dbos.dev and the package source).
+"""
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Difference:
+    key: str
+    topic: str
+    durable_lite: str
+    dbos: str
+    evidence: str          # "test_module.py::test_name" that shows both sides
+
+
+DIFFERENCES = [
+    Difference(
+        "naive-retry", "Retrying a task from the top (figure 1)",
+        "dl.naive.NaiveRunner reruns every step after a failure: 7 executions, 2 emails. "
+        "It is the course's 'before' picture, not an engine mode.",
+        "No mode without checkpoints: every @DBOS.workflow is durable, so figure 1 has no "
+        "DBOS side.",
+        "test_parity_differences.py::test_naive_retry_is_durable_lite_only"),
+    Difference(
+        "budgets", "Budgets kept in the run",
+        "dl.Budget(max_steps, max_cost, deadline) is stored with the run and counts every "
+        "step ever executed, across resumes; reaching it halts the run, a new budget resumes it.",
+        "No step or cost budget. The nearest thing, SetWorkflowTimeout, cancels the workflow "
+        "when time is up (status CANCELLED).",
+        "test_parity_differences.py::test_budgets_halt_on_durable_lite_dbos_only_times_out"),
+    Difference(
+        "failed-run", "Starting a failed run again (figures 2 and 4)",
+        "start() or resume() with the same run id executes the failed step again and carries "
+        "on from there.",
+        "The workflow keeps its ERROR: calling it again under the same id returns the recorded "
+        "error and runs nothing. fork_workflow(id, start_step) continues it under a new id.",
+        "test_parity_differences.py::test_a_failed_run_continues_on_durable_lite_and_is_forked_on_dbos"),
+    Difference(
+        "fork", "Re-running from a step",
+        "engine.invalidate(run_id, step) rewinds the same run; what it discards stays in the "
+        "run's event log.",
+        "DBOS.fork_workflow(id, start_step) copies the checkpoints before that step into a new "
+        "workflow with a new id; the original is left as it was.",
+        "test_parity_differences.py::test_invalidate_rewinds_the_run_fork_makes_a_new_one"),
+    Difference(
+        "recovery-owner", "Who finishes a dead worker's run",
+        "Leases: any worker's engine.recover() takes over a run whose lease has expired.",
+        "Executor ids: a PENDING workflow waits for its own executor to restart (launch "
+        "recovers it) or for DBOS Conductor to hand it to another; a live executor with "
+        "another id does not take it by itself.",
+        "test_dbos_two_machines.py::test_a_killed_machine_is_recovered_by_its_own_restart_not_by_the_other"),
+    Difference(
+        "waiting", "A run waiting for a person",
+        "Parks: start() returns a run with status 'waiting' and nothing stays in memory; any "
+        "worker resumes it when the signal or the deadline comes.",
+        "DBOS.recv blocks a thread of a live executor while the workflow stays PENDING; after "
+        "a restart, recovery enters the wait again with its original deadline.",
+        "test_parity_differences.py::test_a_waiting_run_parks_on_durable_lite_and_blocks_on_dbos"),
+    Difference(
+        "none-payload", "A signal with no payload",
+        "engine.signal() refuses None, because a wait returns None when its deadline passed.",
+        "DBOS.send() accepts None, and DBOS.recv() then returns None: an answer that reads "
+        "exactly like a timeout.",
+        "test_parity_differences.py::test_a_none_payload_is_refused_by_durable_lite_and_reads_as_a_timeout_on_dbos"),
+    Difference(
+        "clock", "Time",
+        "An injectable clock: with FakeClock a two-day deadline passes instantly and the same "
+        "way on every run.",
+        "Wall-clock time: DBOS.sleep and recv timeouts really wait, so the parity suite gives "
+        "DBOS half-second deadlines where durable_lite gets two days.",
+        "test_parity_differences.py::test_durable_lite_waits_on_an_injected_clock_dbos_on_the_wall_clock"),
+    Difference(
+        "serialization", "What a step may return",
+        "JSON only: a result JSON cannot hold stops the run with StepResultNotJSON, naming "
+        "the step.",
+        "Anything pickle can hold, by default (stored as base64 pickle); portable JSON is "
+        "opt-in per workflow (serialization_type).",
+        "test_parity_differences.py::test_a_result_json_cannot_hold_fails_on_durable_lite_and_is_pickled_by_dbos"),
+    Difference(
+        "versioning", "Changed code and runs in flight",
+        "@dl.workflow(name, version=N): each run is pinned to the version it started with, "
+        "and any worker that has that version registered can resume it.",
+        "One application_version per process (by default a hash of the workflow code; pinned "
+        "in this course). Only an executor on the same version recovers a PENDING workflow; "
+        "DBOS.patch() gates a change inside a workflow.",
+        "test_parity_differences.py::test_dbos_recovers_only_on_the_same_application_version"),
+    Difference(
+        "queue", "Queues and flow control",
+        "No queue in the engine: every worker's engine.recover() runs every due run it finds.",
+        "DBOS.register_queue(name, worker_concurrency=..., global_concurrency=..., "
+        "limiter=...) then DBOS.enqueue_workflow: limits per worker, across workers, and per "
+        "period.",
+        "test_parity_differences.py::test_dbos_queues_limit_concurrency_durable_lite_has_none"),
+]
+
+BY_KEY = {d.key: d for d in DIFFERENCES}
+
+
+def table():
+    """The registry as a DataFrame (topic, durable_lite, DBOS), for the lesson."""
+    import pandas
+    return pandas.DataFrame([{"topic": d.topic, "durable_lite": d.durable_lite, "DBOS": d.dbos}
+                             for d in DIFFERENCES])

@@ -1,0 +1,135 @@
+"""A real PostgreSQL server for a lesson or a test: started from Python, always stopped.
+
+The PyPI package `pgserver` ships PostgreSQL's binaries inside its wheel, so there is no
+Docker, no system install and no network. `TempPostgres` gives it a data directory in a
+fresh temporary folder, starts it on a Unix socket (no TCP port is opened), hands out a
+connection URL, and stops the server and deletes the folder when the `with` block ends,
+when `stop()` is called, or when the interpreter exits, whichever comes first:
+
+    with TempPostgres() as pg:
+        dbos_support.launch(pg.url)        # DBOS on a real Postgres
+        ...
+
+Only the process that started the server stops it. Worker processes get `pg.url` and
+connect; they never call pgserver themselves. (pgserver counts its users by process id,
+and a worker killed with SIGKILL would never sign off, so the server would outlive us.)
+"""
+
+import atexit
+import os
+import shutil
+import tempfile
+import warnings
+
+EXTRA = "pip install 'durable-lite[engines]'"
+
+
+def _pgserver():
+    try:
+        with warnings.catch_warnings():
+            # pgserver picks a runtime folder at import and warns when XDG_RUNTIME_DIR is
+            # unset (containers, CI). The fallback it uses is fine; the warning is noise.
+            warnings.simplefilter("ignore")
+            import pgserver
+    except ImportError as exc:
+        raise ImportError(f"TempPostgres needs the 'pgserver' package: {EXTRA} "
+                          "(pgserver has no wheel for Python 3.13 or newer yet)") from exc
+    return pgserver
+
+
+def available():
+    """(True, "") if a Postgres can be started here, else (False, the reason in one line)."""
+    try:
+        _pgserver()
+    except ImportError as exc:
+        return False, str(exc)
+    return True, ""
+
+
+class TempPostgres:
+    """One PostgreSQL server in a temporary data directory; `url` is what clients use."""
+
+    def __init__(self, label: str = "pg"):
+        self.label = label
+        self._folder = None
+        self._server = None
+
+    # lifecycle ----------------------------------------------------------------------------
+    def start(self) -> "TempPostgres":
+        if self._server is not None:
+            return self
+        pgserver = _pgserver()
+        # A short path: the server's socket lives in the data directory, and a Unix socket
+        # path must stay under about 100 characters.
+        self._folder = tempfile.mkdtemp(prefix=f"dl-{self.label}-")
+        atexit.register(self.stop)
+        try:
+            self._server = pgserver.get_server(os.path.join(self._folder, "data"),
+                                               cleanup_mode="stop")
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        """Stop the server (if it runs) and delete its data. Safe to call twice."""
+        server, self._server = self._server, None
+        if server is not None:
+            try:
+                server.cleanup()
+            finally:
+                _make_sure_it_stopped(server)
+        if self._folder is not None:
+            shutil.rmtree(self._folder, ignore_errors=True)
+            self._folder = None
+        atexit.unregister(self.stop)
+
+    def __enter__(self) -> "TempPostgres":
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def __repr__(self):
+        return f"<TempPostgres {'running' if self.running else 'stopped'}>"
+
+    # using it -----------------------------------------------------------------------------
+    @property
+    def running(self) -> bool:
+        return self._server is not None
+
+    @property
+    def url(self) -> str:
+        """postgresql://postgres:@/postgres?host=SOCKET_DIR (keep it out of printed output)."""
+        if self._server is None:
+            raise RuntimeError("this TempPostgres is not running: call start() or use `with`")
+        return self._server.get_uri()
+
+    def psql(self, sql: str) -> str:
+        """Run SQL through the bundled psql and return what it printed."""
+        if self._server is None:
+            raise RuntimeError("this TempPostgres is not running: call start() or use `with`")
+        return self._server.psql(sql)
+
+    @property
+    def version(self) -> str:
+        """The server's version, e.g. "16.2"."""
+        return self.psql("SHOW server_version;").splitlines()[2].strip()
+
+
+def _make_sure_it_stopped(server):
+    """pgserver stops the postmaster with `pg_ctl stop`; if that failed, end it ourselves."""
+    try:
+        process = server.get_postmaster_info().process
+    except Exception:           # no postmaster was ever recorded: nothing is running
+        return
+    import psutil               # a dependency of pgserver
+    try:
+        if process.is_running() and process.status() != psutil.STATUS_ZOMBIE:
+            process.terminate()
+            try:
+                process.wait(5)
+            except psutil.TimeoutExpired:
+                process.kill()
+    except psutil.NoSuchProcess:
+        pass

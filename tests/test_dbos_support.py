@@ -1,0 +1,76 @@
+"""The support for running DBOS and Postgres offline: optional imports stay optional, a
+Postgres started from Python is always stopped (also when the code using it fails), and
+DBOS switches databases in one process without printing anything."""
+
+import subprocess
+import sys
+
+from engines_support import *  # noqa: F401,F403
+
+from durable_lite.engines import dbos_support, postgres
+
+
+def test_import_durable_lite_and_its_engines_package_load_neither_dbos_nor_pgserver():
+    code = ("import sys, durable_lite, durable_lite.engines; "
+            "print(sorted(m for m in ('dbos', 'pgserver', 'sqlalchemy') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_a_missing_extra_is_named_in_the_error(monkeypatch):
+    monkeypatch.setitem(sys.modules, "dbos", None)          # as if it were not installed
+    monkeypatch.setitem(sys.modules, "pgserver", None)
+    with pytest.raises(ImportError, match=r"durable-lite\[engines\]"):
+        dbos_support.require()
+    with pytest.raises(ImportError, match=r"durable-lite\[engines\]"):
+        postgres.TempPostgres().start()
+    assert postgres.available()[0] is False
+
+
+
+def test_temp_postgres_starts_answers_and_is_gone_after_the_block():
+    ok, why = postgres.available()
+    if not ok:
+        pytest.skip(why)
+    with postgres.TempPostgres("unit") as pg:
+        assert pg.running and pg.version.startswith("16.")
+        assert "1 row" in pg.psql("SELECT 1;")
+        process = pg._server.get_postmaster_info().process
+        folder = pg._folder
+        assert process.is_running()
+    assert not pg.running and not os.path.exists(folder)
+    assert not process.is_running() or process.status() == "zombie"
+    with pytest.raises(RuntimeError, match="not running"):
+        pg.url
+
+
+def test_temp_postgres_is_stopped_when_the_code_using_it_fails():
+    ok, why = postgres.available()
+    if not ok:
+        pytest.skip(why)
+    with pytest.raises(ZeroDivisionError):
+        with postgres.TempPostgres("unit") as pg:
+            process = pg._server.get_postmaster_info().process
+            1 / 0
+    assert not process.is_running() or process.status() == "zombie"
+    pg.stop()                                                  # a second stop is harmless
+
+
+def test_dbos_moves_from_sqlite_to_postgres_in_one_process_and_prints_nothing(
+        tmp_path, sqlite_url, postgres_url, capfd):
+    from durable_lite.engines import refund_dbos
+    from dbos import DBOS, SetWorkflowID
+    for n, url in enumerate([sqlite_url, postgres_url]):
+        with dbos_support.running(url):
+            with SetWorkflowID(f"refund-A-17-support-{n}"):
+                result = refund_dbos.refund(str(tmp_path / f"world-{n}"), "A-17", 40)
+            assert result["refund_id"] == "R-1"
+            assert DBOS.get_workflow_status(f"refund-A-17-support-{n}").status == "SUCCESS"
+    out, err = capfd.readouterr()
+    assert out == "" and err == ""
+
+
+def test_status_words_match_durable_lites():
+    assert dbos_support.status_word("SUCCESS") == "completed"
+    assert dbos_support.status_word("ERROR") == "failed"
+    assert dbos_support.status_word("PENDING") == "running"
