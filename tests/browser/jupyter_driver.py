@@ -207,12 +207,15 @@ def _free_port() -> int:
 
 
 # -------------------------------------------------------------------------------------------
-# Installed into the page once the notebook's kernel is up. It counts the messages the page
-# sends on the shell channel and crosses each off when the kernel reports "idle" for it. It
-# also keeps what the kernel raised or wrote to stderr while answering a widget message
-# (a click, a new value): JupyterLab shows that only in its Log Console, where a learner
-# rarely looks. Messages sent before it was installed are not its business (at start-up
-# JupyterLab's widget manager probes a kernel that has not imported ipywidgets yet).
+# Installed into the page once the notebook's kernel is up. It notes each message the page
+# sends on the shell channel and crosses it off when JupyterLab has *processed* the
+# kernel's "idle" for it: JupyterLab handles a kernel's messages one after the other, so by
+# then every widget update the kernel sent in answer has been applied to the page. (Its
+# raw-message signal fires before processing, which would be too early.) It also keeps what
+# the kernel raised or wrote to stderr while answering a widget message (a click, a new
+# value): JupyterLab shows that only in its Log Console, where a learner rarely looks.
+# Messages sent before it was installed are not its business (at start-up JupyterLab's
+# widget manager probes a kernel that has not imported ipywidgets yet).
 _TRACKER_JS = """() => {
   const panel = window.jupyterapp.shell.currentWidget;
   const kernel = panel.sessionContext.session.kernel;
@@ -226,9 +229,9 @@ _TRACKER_JS = """() => {
     if (args.direction === 'send' && msg.channel === 'shell') {
       tracker.pending.set(msg.header.msg_id, msg.header.msg_type);
       if (msg.header.msg_type === 'comm_msg') { tracker.widgetMessages.add(msg.header.msg_id); }
-      return;
     }
-    if (args.direction !== 'recv' || msg.channel !== 'iopub') { return; }
+  });
+  kernel.iopubMessage.connect((_, msg) => {
     const parent = msg.parent_header || {};
     const type = msg.header.msg_type;
     if (type === 'status' && msg.content.execution_state === 'idle') {
