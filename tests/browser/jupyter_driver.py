@@ -10,11 +10,11 @@ Nothing here sleeps for a fixed time. Two conditions do all the waiting:
 - `run_all()` awaits JupyterLab's own "Run All" command, which resolves when the last cell
   has finished;
 - `settle()` waits until the kernel has answered every message the page sent it. A click on
-  a widget button is a message to the kernel, and so is a new slider or dropdown value;
-  ipywidgets holds a value change back while an earlier one is unanswered, so a
-  fast sequence of clicks can reach the kernel out of order unless each one is settled
-  before the next. The page counts its own messages (see `_TRACKER_JS`) instead of
-  guessing from the busy/idle light.
+  a widget button is a message to the kernel, and so is a new slider or dropdown value.
+  ipywidgets holds a new value back while an earlier one is unanswered but sends a click at
+  once, so a quick "choose a crash point, press Run" can reach the kernel as "Run, then
+  change the crash point" unless each action is settled before the next. The page counts
+  its own messages (see `_TRACKER_JS`) instead of guessing from the busy/idle light.
 """
 
 import json
