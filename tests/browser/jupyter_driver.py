@@ -95,7 +95,9 @@ class LabServer:
         self.root.mkdir(parents=True)
         self.token = os.urandom(12).hex()
         self.copies = 0
+        self.shutdowns = []                  # kernels being shut down in the background
         self.process = None
+        self.url = None                      # set once the server answers
         self.log_path = self.workdir / "jupyterlab.log"
 
     def environment(self):
@@ -170,10 +172,15 @@ class LabServer:
     def shut_down_kernel(self, served_path: str):
         """Ask the server to end the notebook's session and kernel; don't wait for it."""
         def shut_down():
-            for session in self._api("GET", "/api/sessions"):
-                if session.get("path") == served_path:
-                    self._api("DELETE", f"/api/sessions/{session['id']}")
-        threading.Thread(target=shut_down, daemon=True).start()
+            try:
+                for session in self._api("GET", "/api/sessions"):
+                    if session.get("path") == served_path:
+                        self._api("DELETE", f"/api/sessions/{session['id']}")
+            except OSError:                  # the server is going away: it ends its kernels
+                pass
+        thread = threading.Thread(target=shut_down, daemon=True)
+        thread.start()
+        self.shutdowns.append(thread)
 
     def _api(self, method, path, body=None):
         request = urllib.request.Request(
@@ -191,7 +198,16 @@ class LabServer:
             return "(no log)"
 
     def stop(self):
+        """End every kernel through the API first (a kernel outlives a server that had to be
+        killed), then the server."""
         if self.process is not None and self.process.poll() is None:
+            for thread in self.shutdowns:
+                thread.join(timeout=30)
+            try:
+                for session in (self._api("GET", "/api/sessions") if self.url else []):
+                    self._api("DELETE", f"/api/sessions/{session['id']}")
+            except OSError:
+                pass
             self.process.terminate()
             try:
                 self.process.wait(timeout=20)
