@@ -96,12 +96,13 @@ def drive_crash_lab(notebook, keep_screenshot):
             keep_screenshot(notebook, f"crash-lab-{number}-key")
         else:
             # a crash lab on some other workflow: every crash point still ends in a completed run
-            _play(notebook, lab, None, crashes[-1])
+            _play(notebook, lab, None, crashes[-1], counters=False)
             keep_screenshot(notebook, f"crash-lab-{number}")
 
 
-def _play(notebook, lab, mode, crash):
-    """Choose a mode and a crash point, Reset, Run, Resume until done; read the counters."""
+def _play(notebook, lab, mode, crash, counters=True):
+    """Choose a mode and a crash point, Reset, Run, Resume until done; read the refund's
+    counters (a lab on another workflow counts other ledgers: `counters=False`)."""
     if mode is not None:
         toggle = button(lab, mode)
         toggle.click()
@@ -123,7 +124,7 @@ def _play(notebook, lab, mode, crash):
     expect(resume).to_be_disabled()
     expect(run).to_be_disabled()
     expect(lab).to_contain_text(re.compile(r"completed", re.I))
-    return _counters(lab)
+    return _counters(lab) if counters else None
 
 
 def _counters(lab) -> dict:
@@ -220,10 +221,7 @@ def drive_approval_inbox(notebook, keep_screenshot):
     approve.first.click()
     notebook.settle()
     problems = notebook.problems()
-    if problems and live.text_content() == before:
-        pytest.xfail("known (issue 10, section 2): after Run All the inbox still offers a run "
-                     "that has moved on, and its Approve fails only in the Log Console: "
-                     + "; ".join(problems))
+    assert not problems, f"{notebook.name}: clicking Approve in the inbox went wrong: {problems}"
     expect(live).not_to_have_text(before)
     keep_screenshot(notebook, "inbox-after-click")
 
