@@ -31,6 +31,7 @@ import functools
 import json
 import math
 import threading
+from threading import get_ident
 
 from . import jsonvalue
 from .errors import (ContextCallError, Crash, DurableError, LeaseLostError, NonDeterminismError,
@@ -46,9 +47,17 @@ BEFORE_STEP, AFTER_EFFECT, AFTER_CHECKPOINT = "before_step", "after_effect", "af
 _MISSING = object()
 
 
+class _NameRefused(ValueError):
+    """A name no store could keep; the message says why (see _name_problem)."""
+
+
 @functools.lru_cache(maxsize=4096)
 def _plain_step(name):
-    """ctx.step("name", ...) with no options: one shared Step per name, not one per call."""
+    """ctx.step("name", ...) with no options: one shared Step per name, not one per call,
+    its name checked once."""
+    problem = _name_problem(name)
+    if problem:
+        raise _NameRefused(problem)
     from .policy import Step          # loaded on first use (see policy.py)
     return Step(name)
 
@@ -128,11 +137,14 @@ class Context:
     def __init__(self, engine, run, entries, budget, on_step=None):
         self._engine = engine
         self._run = run
+        self.run_id = run.run_id
         self._entries = entries
         self._position = 0
-        self._occurrences = {}
+        # How often each name has been asked for so far, per kind: the occurrence numbers.
+        self._occurrences = {kind: {} for kind in (STEP, VALUE, TIMER, SIGNAL, WOKE)}
         self._thread = threading.get_ident()   # the thread running the workflow function
         self._in_step = None                   # label of the step whose function is running
+        self._working = False                  # has this execution done new work yet?
         # Usage up to the current position: replayed steps add their recorded counts, so
         # the workflow reads the same numbers live and on replay, and the budget check
         # before new work sees everything the run has ever executed.
@@ -144,10 +156,6 @@ class Context:
         self._on_step = on_step     # lab hook: called with (label, "executed"|"replayed")
         self.fatal = None           # the error that ended this execution, if any
 
-    @property
-    def run_id(self) -> str:
-        return self._run.run_id
-
     # the core: step ---------------------------------------------------------------------
     def step(self, step, fn, *args, **kwargs):
         """Run `fn(*args, **kwargs)` once for this run; on replay, return its recorded result.
@@ -158,14 +166,17 @@ class Context:
         result that cannot be recorded (not JSON, or a cost that is not a number): the
         effect happened, so a resume meets the recorded failure instead of repeating it.
         """
-        self._check_callable_here("step")
-        spec = self._spec(step)
+        if self.fatal is not None or self._in_step is not None or get_ident() != self._thread:
+            self._check_callable_here("step")                  # says what is wrong
+        name = step if type(step) is str else getattr(step, "name", step)
         try:
-            position, occurrence = self._claim(STEP, spec.name)
-            recorded = self._replay(position, STEP, spec.name, occurrence)
-            if recorded is not _MISSING:
-                return recorded
-            return self._execute_step(spec, position, occurrence, fn, args, kwargs)
+            position = self._position                     # _claim(STEP, name), inline:
+            self._position = position + 1                 # this is the hottest path
+            counts = self._occurrences[STEP]
+            occurrence = counts[name] = counts.get(name, 0) + 1
+            if position < len(self._entries):
+                return self._replay_step(position, name, occurrence)
+            return self._execute_step(self._spec(step), position, occurrence, fn, args, kwargs)
         except StepFailed:
             raise                       # recorded at its position: the workflow may go on
         except Exception as exc:
@@ -173,49 +184,52 @@ class Context:
             raise
 
     def _spec(self, step):
-        """The Step options for a name or a dl.Step, once its name is checked."""
-        if isinstance(step, str):
-            check_name("step", step, self.run_id)
-            return _plain_step(step)
+        """The Step options for a name or a dl.Step, once its name is checked (before the
+        step runs: a name no store can keep must not be found out after the effect)."""
+        if type(step) is str and step:
+            try:
+                return _plain_step(step)
+            except _NameRefused as refused:
+                raise ValueError(f"run {self.run_id!r}: the step name {step!r} {refused}") from None
         from .policy import Step
-        name = step.name if isinstance(step, Step) else step
-        check_name("step", name, self.run_id)
+        check_name("step", step.name if isinstance(step, Step) else step, self.run_id)
         return step
 
     def _execute_step(self, spec, position, occurrence, fn, args, kwargs):
-        label = _label(spec.name, occurrence)
+        name = spec.name
+        label = name if occurrence == 1 else f"{name}#{occurrence}"
         engine = self._engine
-        self._before_new_work()
-        engine._fault_point(spec.name, occurrence, BEFORE_STEP)
-        started = engine.clock()
+        started = self._before_new_work()
+        engine._fault_point(name, occurrence, BEFORE_STEP)
         self._in_step = label
         try:
             result, attempts = self._attempt(spec, label, position, fn, args, kwargs)
         except StepFailed as failed:
             # Record the failure before the workflow sees it: a replay must meet it again.
-            self._record_failure(spec.name, position, occurrence, failed.attempts, failed.error,
-                                 started)
+            self._record_failure(name, position, occurrence, failed.attempts, failed.error, started)
             raise
         finally:
             self._in_step = None
         try:
             text, value = jsonvalue.roundtrip(
                 result, what=lambda: f"step {label!r} of run {self.run_id!r} returned")
-            cost = self._cost_of(spec, label, value)
+            cost = 0.0 if spec.cost is None else self._cost_of(spec, label, value)
             unrecordable = None
         except (StepResultNotJSON, ValueError) as exc:
             unrecordable = exc
-        engine._fault_point(spec.name, occurrence, AFTER_EFFECT)
+        engine._fault_point(name, occurrence, AFTER_EFFECT)
         if unrecordable is not None:
             error = f"{type(unrecordable).__name__}: {unrecordable}"
-            self._record_failure(spec.name, position, occurrence, attempts, error, started,
+            self._record_failure(name, position, occurrence, attempts, error, started,
                                  effect_happened=True)
             raise StepFailed(self.run_id, label, attempts, error, unrecordable)
-        self._commit(Entry(position, STEP, spec.name, occurrence, text, attempts, started,
+        self._commit(Entry(position, STEP, name, occurrence, text, attempts, started,
                            engine.clock(), engine.worker, cost), label)
-        self.usage.steps += 1
-        self.usage.add_cost(cost)
-        engine._fault_point(spec.name, occurrence, AFTER_CHECKPOINT)
+        usage = self.usage
+        usage.steps += 1
+        if cost:
+            usage.add_cost(cost)
+        engine._fault_point(name, occurrence, AFTER_CHECKPOINT)
         return value
 
     def _record_failure(self, name, position, occurrence, attempts, error, started,
@@ -253,7 +267,10 @@ class Context:
             if attempt > 1:
                 engine._keep_lease(self.run_id)   # a backoff may have outlasted the lease
             try:
-                return _call(fn, args, kwargs, spec.timeout, f"step {label!r} of run {self.run_id!r}"), attempt
+                if spec.timeout is None:
+                    return fn(*args, **kwargs), attempt
+                return _call_with_timeout(fn, args, kwargs, spec.timeout,
+                                          f"step {label!r} of run {self.run_id!r}"), attempt
             except Exception as exc:
                 error = f"{type(exc).__name__}: {exc}"
                 engine.store.add_event(Event(self.run_id, engine.clock(), "attempt_failed", position,
@@ -394,33 +411,48 @@ class Context:
         """The next position, and which occurrence of (kind, name) this call is."""
         position = self._position
         self._position += 1
-        key = (kind, name)
-        occurrence = self._occurrences.get(key, 0) + 1
-        self._occurrences[key] = occurrence
+        counts = self._occurrences[kind]
+        occurrence = counts[name] = counts.get(name, 0) + 1
         return position, occurrence
 
+    def _replay_step(self, position, name, occurrence):
+        """The recorded outcome of a step: its result, or its failure raised again."""
+        entry = self._entries[position]
+        kind = entry.kind
+        if entry.name != name or (kind != STEP and kind != ERROR):
+            raise self._divergence(position, entry, STEP, name, occurrence)
+        label = name if occurrence == 1 else f"{name}#{occurrence}"
+        self.replayed.append(label)
+        if self._on_step is not None:
+            self._on_step(label, "replayed")
+        usage = self.usage
+        usage.steps += 1
+        if kind == ERROR:
+            recorded = jsonvalue.decode(entry.result_json)
+            raise StepFailed(self.run_id, label, recorded["attempts"], recorded["error"])
+        if entry.cost:
+            usage.add_cost(entry.cost)
+        return jsonvalue.decode(entry.result_json)
+
     def _replay(self, position, kind, name, occurrence):
+        """The recorded value of a wait, sleep or ctx.now/uuid/random, or _MISSING."""
         if position >= len(self._entries):
             return _MISSING
         entry = self._entries[position]
-        failed = kind == STEP and entry.kind == ERROR
-        if (entry.kind != kind and not failed) or entry.name != name:
-            raise NonDeterminismError(
-                f"run {self.run_id!r} diverged from its history at position {position}: it "
-                f"recorded {entry.kind} {entry.label!r} there, but the workflow now asks for "
-                f"{kind} {_label(name, occurrence)!r}. The orchestration must make the same "
-                "calls in the same order on every replay: move clock reads, random choices "
-                "and ids into steps (or ctx.now/ctx.random/ctx.uuid), or give changed code "
-                "a new workflow version.")
-        if kind in (STEP, SIGNAL, WOKE):
+        if entry.kind != kind or entry.name != name:
+            raise self._divergence(position, entry, kind, name, occurrence)
+        if kind in (SIGNAL, WOKE):
             self._log(entry.label, "replayed")
-        if kind == STEP:
-            self.usage.steps += 1
-            self.usage.add_cost(entry.cost)
-        if failed:
-            recorded = jsonvalue.decode(entry.result_json)
-            raise StepFailed(self.run_id, entry.label, recorded["attempts"], recorded["error"])
         return jsonvalue.decode(entry.result_json)
+
+    def _divergence(self, position, entry, kind, name, occurrence):
+        return NonDeterminismError(
+            f"run {self.run_id!r} diverged from its history at position {position}: it "
+            f"recorded {entry.kind} {entry.label!r} there, but the workflow now asks for "
+            f"{kind} {_label(name, occurrence)!r}. The orchestration must make the same "
+            "calls in the same order on every replay: move clock reads, random choices "
+            "and ids into steps (or ctx.now/ctx.random/ctx.uuid), or give changed code "
+            "a new workflow version.")
 
     # where ctx may be used, and what stops it (each public method above keeps its fatal
     # error in self.fatal) ------------------------------------------------------------------
@@ -444,12 +476,19 @@ class Context:
                 f"ctx.{call} called from another thread than the one running the workflow of "
                 f"run {self.run_id!r}. Only the workflow function itself may use ctx.")
 
-    def _before_new_work(self):
+    def _before_new_work(self) -> float:
+        """Stop if the budget is spent or the lease lost; return the time the work starts."""
         engine = self._engine
-        reason = self.usage.exceeded(self.budget, self._run.created_at, engine.clock())
-        if reason:
-            raise Halt(reason)
-        engine._keep_lease(self._run.run_id)
+        if not self._working:
+            self._working = True
+            engine._start_heartbeat()
+        now = engine.clock()
+        if self.budget is not None:
+            reason = self.usage.exceeded(self.budget, self._run.created_at, now)
+            if reason:
+                raise Halt(reason)
+        engine._keep_lease(self._run.run_id, now)
+        return now
 
     def _commit(self, entry, label=None, consume_signal=None):
         """Write one checkpoint; with `consume_signal`, mark that signal consumed with it."""
@@ -470,7 +509,9 @@ class Context:
                 "runs again: the window an idempotency key closes).") from exc
         self._entries.append(entry)
         if label:
-            self._log(label, "executed")
+            self.executed.append(label)
+            if self._on_step is not None:
+                self._on_step(label, "executed")
 
     def _log(self, label, how):
         (self.executed if how == "executed" else self.replayed).append(label)
@@ -499,9 +540,7 @@ def _label(name, occurrence):
     return name if occurrence == 1 else f"{name}#{occurrence}"
 
 
-def _call(fn, args, kwargs, timeout, what):
-    if timeout is None:
-        return fn(*args, **kwargs)
+def _call_with_timeout(fn, args, kwargs, timeout, what):
     # A thread cannot be killed: on timeout the call is abandoned, not stopped, and may still
     # finish its side effect later. That is one more reason side effects need idempotency keys.
     box = {}

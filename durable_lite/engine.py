@@ -35,6 +35,7 @@ position lets durable_lite's limit be small without ever catching a run that mak
 """
 
 import json
+import math
 import os
 
 from . import jsonvalue
@@ -132,7 +133,7 @@ class Engine:
                 else:
                     self._lease_until[run_id] = record.lease_expires
                     self._event(run_id, "started", detail=f"{wf.name} v{wf.version}")
-                    return self._drive(run_id, must_lease=True, created=True)
+                    return self._drive(run_id, must_lease=True, created=record)
             _check_same_run(existing, wf, args_json, kwargs_json)
             run = self._continue(existing, budget)
         if existing.version != wf.version:     # pinned: say so, so nobody believes wf ran
@@ -362,12 +363,12 @@ class Engine:
         """Budget counters, derived from the checkpoints (a failed step counts as executed),
         plus, given the run's record, what checkpoints discarded by invalidate() had used.
         Costs add up exactly (usage.py), as Context adds them live."""
-        usage = Usage() if record is None else Usage(record.spent_steps, record.spent_cost)
-        for e in entries:
-            if e.kind in (STEP, ERROR):
-                usage.steps += 1
-                usage.add_cost(e.cost)
-        return usage
+        costs = [e.cost for e in entries if e.kind == STEP or e.kind == ERROR]
+        steps = len(costs)
+        if record is not None:
+            steps += record.spent_steps
+            costs.append(record.spent_cost)
+        return Usage(steps, math.fsum(costs))     # the same exact sum Usage keeps
 
     def _event(self, run_id, kind, position=None, name=None, detail=None):
         self.store.add_event(Event(run_id, self.clock(), kind, position, name, self.worker, detail))
@@ -399,13 +400,13 @@ class Engine:
             return True
         return False
 
-    def _keep_lease(self, run_id):
+    def _keep_lease(self, run_id, now=None):
         """Before new work: make sure the lease is still ours, renewing it when half used.
 
         The renewal succeeds only while the store still names this worker as the owner, so
         a worker whose lease was taken over (or taken and released) stops here.
         """
-        now = self.clock()
+        now = self.clock() if now is None else now
         if now < self._lease_until.get(run_id, 0) - self.lease_seconds / 2:
             return
         if not self.store.renew_lease(run_id, self.worker, now + self.lease_seconds):
@@ -413,39 +414,49 @@ class Engine:
                                  "worker took the run over")
         self._lease_until[run_id] = now + self.lease_seconds
 
+    def _start_heartbeat(self):
+        """Before an execution's first new work: a step may run long, so the lease must be
+        renewed meanwhile. (Replaying holds the lease for milliseconds: no thread needed.)"""
+        if self._heartbeat is not None:
+            self._heartbeat.ensure_running()
+
     def _renew_leases(self):
         """Heartbeat: extend every lease this worker still holds (called from its thread)."""
         if self._lease_until:
             self.store.renew_leases(self.worker, self.clock() + self.lease_seconds)
 
-    def _drive(self, run_id, must_lease, created=False):
-        record = self._record(run_id)
-        if not self._take_lease(run_id, record):
-            if must_lease:
-                raise LeaseHeldError(f"run {run_id!r} is leased by worker {record.lease_owner} "
-                                     f"until {record.lease_expires}; try again later")
-            return None
-        if self._heartbeat is not None:
-            self._heartbeat.ensure_running()
+    def _drive(self, run_id, must_lease, created=None):
+        """Execute the run under this worker's lease. `created`: the record start() has just
+        made, with our lease on it already (nothing to take, re-read or load)."""
+        if created is not None:
+            record = created
+        else:
+            record = self._record(run_id)
+            if not self._take_lease(run_id, record):
+                if must_lease:
+                    raise LeaseHeldError(f"run {run_id!r} is leased by worker {record.lease_owner} "
+                                         f"until {record.lease_expires}; try again later")
+                return None
         try:
-            record = self._record(run_id)     # re-read: another worker may have moved it on
-            if record.status in (COMPLETED, HALTED):
-                return self.get(run_id) if must_lease else None
-            if not must_lease and not self._is_due(record):
-                return None                   # recover() read a stale list: nothing to do
-            return self._execute(record, created)
+            if created is None:
+                record = self._record(run_id)     # re-read: another worker may have moved it on
+                if record.status in (COMPLETED, HALTED):
+                    return self.get(run_id) if must_lease else None
+                if not must_lease and not self._is_due(record):
+                    return None                   # recover() read a stale list: nothing to do
+            return self._execute(record, created is not None)
         finally:
-            self._lease_until.pop(run_id, None)
-            try:
-                self.store.release_lease(run_id, self.worker)
-            except Exception:        # noqa: BLE001 - e.g. the store is locked or gone: the
-                pass                 # lease then expires by itself, and the error that
+            if self._lease_until.pop(run_id, None) is not None:   # not released at its end
+                try:
+                    self.store.release_lease(run_id, self.worker)
+                except Exception:    # noqa: BLE001 - e.g. the store is locked or gone: the
+                    pass             # lease then expires by itself, and the error that
                                      # matters is the one already on its way to the caller
 
     def _execute(self, record, created=False):
         run_id = record.run_id
         wf = lookup(record.workflow, record.version, run_id=run_id)
-        entries = self.store.load_entries(run_id)
+        entries = [] if created else self.store.load_entries(run_id)
         if (record.status == FAILED and entries and entries[-1].kind == ERROR
                 and not _effect_happened(entries[-1])):
             # The step whose failure ended the run gets its attempts again.
@@ -548,10 +559,13 @@ class Engine:
         self._event(run_id, "diverged", detail=str(exc))
 
     def _end(self, run_id, **fields):
-        """Record how this execution ended; it did end, so nothing is left in flight."""
+        """Record how this execution ended, and let go of the run's lease in the same write.
+        It did end, so nothing is left in flight."""
         fields.setdefault("interruptions", 0)
         self.store.update_run(run_id, owner=self.worker, taken_up_at=None,
-                              updated_at=self.clock(), **fields)
+                              updated_at=self.clock(), lease_owner=None, lease_expires=None,
+                              **fields)
+        self._lease_until.pop(run_id, None)
 
 
 def _earliest(*times):

@@ -8,6 +8,7 @@ quietly lose a value).
 """
 
 import json
+from json.encoder import encode_basestring_ascii
 
 from .errors import StepResultNotJSON
 
@@ -41,9 +42,14 @@ def roundtrip(value, *, what):
     on replay. `what` says what produced the value ("step 'fetch' of run 'r-1' returned");
     it may be a function returning that text, so the hot path never formats it.
     """
+    kind = type(value)
+    if kind is str:                   # the most common results, written as json.dumps would
+        return encode_basestring_ascii(value), value
+    if kind is int:
+        return int.__repr__(value), value
     try:
         text = _ENCODER.encode(value)
-        if type(value) in _SCALARS:
+        if kind in _SCALARS:
             return text, value
         return text, _DECODER.decode(text)
     except _KeysClash as clash:
@@ -66,5 +72,19 @@ def encode(value, *, what) -> str:
     return roundtrip(value, what=what)[0]
 
 
+# Replay decodes every checkpoint of a run. json.loads checks for a str and for whitespace
+# around the value before its C scanner runs; what we wrote has none, so call the scanner
+# directly, and leave anything it does not read whole to json.loads (and its error message).
+_scan = json.JSONDecoder().scan_once
+
+
 def decode(text):
-    return None if text is None else json.loads(text)
+    if text is None:
+        return None
+    try:
+        value, end = _scan(text, 0)
+        if end == len(text):
+            return value
+    except StopIteration:
+        pass
+    return json.loads(text)

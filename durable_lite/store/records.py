@@ -1,8 +1,11 @@
 """The two things a store keeps: runs and the entries (checkpoints) recorded inside them.
 
-They are plain classes with `__slots__` rather than dataclasses: the stores build one per
-row they read, and `import durable_lite` stays fast without the dataclasses module.
+They are plain classes rather than dataclasses: the stores build one per row they read
+(a resume reads every entry of its run), and `import durable_lite` stays fast without the
+dataclasses module. An entry is a tuple: never changed once recorded, cheap to build.
 """
+
+from operator import itemgetter
 
 # Run statuses. Plain strings, so they print and compare simply in a notebook.
 RUNNING = "running"      # executing now, or interrupted (its worker died) and resumable
@@ -77,23 +80,40 @@ class RunRecord(_Record):
         self.interruptions, self.taken_up_at = interruptions, taken_up_at
 
 
-class Entry(_Record):
+class Entry(tuple):
     """One checkpoint: the recorded outcome at one position of a run."""
 
-    __slots__ = ("position", "kind", "name", "occurrence", "result_json", "attempts",
-                 "started_at", "ended_at", "worker", "cost")
+    __slots__ = ()
+    _fields = ("position", "kind", "name", "occurrence", "result_json", "attempts",
+               "started_at", "ended_at", "worker", "cost")
 
-    def __init__(self, position, kind, name, occurrence, result_json, attempts=1,
-                 started_at=None, ended_at=None, worker=None, cost=0.0):
-        self.position, self.kind = position, kind
-        self.name = name                  # "lookup", "refund", "now", "approval"…
-        self.occurrence = occurrence      # 1 for the first "search" in a run, 2 for the second…
-        self.result_json, self.attempts = result_json, attempts
-        self.started_at, self.ended_at, self.worker, self.cost = started_at, ended_at, worker, cost
+    def __new__(cls, position, kind, name, occurrence, result_json, attempts=1,
+                started_at=None, ended_at=None, worker=None, cost=0.0):
+        return tuple.__new__(cls, (position, kind, name, occurrence, result_json, attempts,
+                                   started_at, ended_at, worker, cost))
+
+    @classmethod
+    def from_row(cls, row):
+        """An entry from a row holding the fields in order (as the SQLite store reads them)."""
+        return tuple.__new__(cls, row)
+
+    position = property(itemgetter(0))
+    kind = property(itemgetter(1))
+    name = property(itemgetter(2))           # "lookup", "refund", "now", "approval"…
+    occurrence = property(itemgetter(3))     # 1 for the first "search" in a run, 2 for the second…
+    result_json = property(itemgetter(4))
+    attempts = property(itemgetter(5))
+    started_at = property(itemgetter(6))
+    ended_at = property(itemgetter(7))
+    worker = property(itemgetter(8))
+    cost = property(itemgetter(9))
 
     @property
     def label(self) -> str:
-        return self.name if self.occurrence == 1 else f"{self.name}#{self.occurrence}"
+        return self[2] if self[3] == 1 else f"{self[2]}#{self[3]}"
+
+    def __repr__(self):
+        return f"Entry({', '.join(f'{f}={v!r}' for f, v in zip(self._fields, self))})"
 
 
 class Event(_Record):

@@ -32,6 +32,11 @@ _FIELD_TO_COLUMN = {"args_json": "args", "kwargs_json": "kwargs", "result_json":
                     "budget_json": "budget"}
 _ENTRY_COLUMNS = "position, kind, name, occurrence, result, attempts, started_at, ended_at, worker, cost"
 _SELECT_ENTRIES = f"SELECT {_ENTRY_COLUMNS} FROM entries WHERE run_id = ? ORDER BY position"
+# One checkpoint, fenced: inserted only while the entry's worker holds the run's lease. The
+# parameters are the run id, the entry's fields (the table's columns, in order), then the
+# run id and the worker again for the fence.
+_INSERT_ENTRY = ("INSERT INTO entries SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? "
+                 "WHERE EXISTS (SELECT 1 FROM runs WHERE run_id = ? AND lease_owner = ?)")
 
 
 class SQLiteStore(Store):
@@ -210,12 +215,12 @@ class SQLiteStore(Store):
     def load_entries(self, run_id):
         with self._lock:
             rows = self._db.execute(_SELECT_ENTRIES, (run_id,)).fetchall()
-        return [Entry(*row) for row in rows]
+        return list(map(Entry.from_row, rows))
 
     def record_entry(self, run_id, entry: Entry):
         try:
             with self._lock:
-                inserted = self._insert_entry(run_id, entry)
+                inserted = self._db.execute(_INSERT_ENTRY, (run_id, *entry, run_id, entry.worker)).rowcount == 1
         except sqlite3.IntegrityError:
             inserted = False
         if not inserted:
@@ -225,13 +230,7 @@ class SQLiteStore(Store):
                 "worker recorded that position first") from None
 
     def _insert_entry(self, run_id, e: Entry) -> bool:
-        """Insert one checkpoint, fenced: only while `e.worker` holds the run's lease."""
-        cur = self._db.execute(
-            "INSERT INTO entries SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? "
-            "WHERE EXISTS (SELECT 1 FROM runs WHERE run_id = ? AND lease_owner = ?)",
-            (run_id, e.position, e.kind, e.name, e.occurrence, e.result_json, e.attempts,
-             e.started_at, e.ended_at, e.worker, e.cost, run_id, e.worker))
-        return cur.rowcount == 1
+        return self._db.execute(_INSERT_ENTRY, (run_id, *e, run_id, e.worker)).rowcount == 1
 
     def discard_entries_from(self, run_id, position):
         with self._lock:
