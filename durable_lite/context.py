@@ -84,13 +84,26 @@ def check_name(what: str, name, run_id) -> None:
         raise ValueError(f"run {run_id!r}: the {what} name {name!r} {problem}")
 
 
-def _check_seconds(run_id, what, seconds, *, positive):
-    """A wait's timeout or a sleep's duration: a finite number of seconds."""
-    if (type(seconds) not in (int, float) or not math.isfinite(seconds)
-            or seconds < 0 or (positive and seconds == 0)):
-        need = "a finite positive timeout" if positive else "a finite duration >= 0"
-        raise ValueError(f"run {run_id!r}: {what} needs {need} in seconds, not {seconds!r}. "
-                         "Every wait and sleep has a wake-up time, so no run is parked forever.")
+def _check_timeout(run_id, name, timeout):
+    """A wait's timeout: a finite number of seconds > 0, or the wait could last forever."""
+    if timeout is None or (_is_number(timeout) and timeout <= 0):
+        raise ValueError(f"run {run_id!r}: wait_for_signal({name!r}) needs a positive timeout; "
+                         "a wait with no deadline can hang a run forever")
+    if not _is_number(timeout) or not math.isfinite(timeout):
+        raise ValueError(f"run {run_id!r}: wait_for_signal({name!r}) needs a finite number of "
+                         f"seconds as its timeout, not {timeout!r}; a wait with no deadline "
+                         "can hang a run forever")
+
+
+def _check_duration(run_id, name, seconds):
+    """A sleep's duration: a finite number of seconds >= 0."""
+    if not _is_number(seconds) or not 0 <= seconds < math.inf:      # also refuses NaN
+        raise ValueError(f"run {run_id!r}: sleep({name!r}) needs a finite number of seconds "
+                         f">= 0, not {seconds!r}; a sleep that never ends parks a run forever")
+
+
+def _is_number(value) -> bool:
+    return type(value) in (int, float)        # not bool: True is not a number of seconds
 
 
 class Park(BaseException):
@@ -354,7 +367,7 @@ class Context:
         """
         self._check_callable_here("wait_for_signal")
         check_name("wait_for_signal", name, self.run_id)
-        _check_seconds(self.run_id, f"wait_for_signal({name!r})", timeout, positive=True)
+        _check_timeout(self.run_id, name, timeout)
         try:
             return self._wait(name, timeout)
         except Exception as exc:
@@ -387,7 +400,7 @@ class Context:
         """Durable sleep: park the run until `seconds` from the first time this is reached."""
         self._check_callable_here("sleep")
         check_name("sleep", name, self.run_id)
-        _check_seconds(self.run_id, f"sleep({name!r})", seconds, positive=False)
+        _check_duration(self.run_id, name, seconds)
         try:
             self._sleep(name, seconds)
         except Exception as exc:
