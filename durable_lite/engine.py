@@ -486,19 +486,19 @@ class Engine:
             finally:
                 ctx._check_usable()       # a fatal error the workflow caught still ends it
         except Park as park:
-            self._end(run_id, status=park.status, waiting_for=park.waiting_for, wake_at=park.wake_at)
+            self._end(record, status=park.status, waiting_for=park.waiting_for, wake_at=park.wake_at)
             self._event(run_id, park.status, name=park.waiting_for, detail=str(park.wake_at))
         except Halt as halt:
-            self._end(run_id, status=HALTED, halt_reason=halt.reason)
+            self._end(record, status=HALTED, halt_reason=halt.reason)
             self._event(run_id, "halted", detail=halt.reason)
         except NonDeterminismError as exc:
-            self._diverged(run_id, exc)
+            self._diverged(record, exc)
             raise     # a bug in the code: its history stays as it is, for a person to act on
         except (LeaseLostError, StoreWriteError):
             raise     # a lost race, or a store that cannot write: nothing more can be recorded
         except Exception as exc:
             message = f"{type(exc).__name__}: {exc}"
-            self._end(run_id, status=FAILED, error=message)
+            self._end(record, status=FAILED, error=message)
             self._event(run_id, "failed", detail=message)
         else:
             if ctx.position < ctx.recorded:
@@ -506,14 +506,13 @@ class Engine:
                     f"run {run_id!r} finished after {ctx.position} entries, but its history "
                     f"records {ctx.recorded}; the workflow code no longer reaches "
                     f"{entries[ctx.position].label!r}")
-                self._diverged(run_id, error)
+                self._diverged(record, error)
                 raise error
-            self._end(run_id, status=COMPLETED, result_json=text)
+            self._end(record, status=COMPLETED, result_json=text)
             self._event(run_id, "completed")
-        # Build the answer from what this execution already holds: no second read of the
-        # run's checkpoints (that would cost as much as the replay itself).
-        final = self._record(run_id)
-        return self._snapshot(final, self._usage(ctx.entries, final), ctx.executed, ctx.replayed)
+        # Build the answer from what this execution already holds (the record it kept in
+        # step with its writes, the checkpoints it replayed and made): no second read.
+        return self._snapshot(record, self._usage(ctx.entries, record), ctx.executed, ctx.replayed)
 
     def _take_up(self, record, entries):
         """Count this execution before it starts; return the dead run instead, if the run's
@@ -529,7 +528,7 @@ class Engine:
                                f"at position {here}")
             if self.max_interruptions is not None and interruptions >= self.max_interruptions:
                 reason = self._dead_reason(run_id, here, interruptions, entries)
-                self._end(run_id, status=DEAD, error=reason, waiting_for=None, wake_at=None,
+                self._end(record, status=DEAD, error=reason, waiting_for=None, wake_at=None,
                           interruptions=interruptions)
                 self._event(run_id, "dead", position=here, detail=reason)
                 return self.get(run_id)
@@ -537,7 +536,7 @@ class Engine:
         if record.status != RUNNING or record.waiting_for is not None:
             changes.update(status=RUNNING, waiting_for=None, wake_at=None, error=None,
                            updated_at=self.clock())
-        self.store.update_run(run_id, owner=self.worker, **changes)
+        self._update(record, **changes)
         return None
 
     def _dead_reason(self, run_id, here, interruptions, entries):
@@ -554,18 +553,24 @@ class Engine:
                 f"longer retries it.{last} Find the cause in engine.events({run_id!r}), fix it, "
                 f"then engine.resume({run_id!r}) runs it again.")
 
-    def _diverged(self, run_id, exc):
-        self._end(run_id, status=DIVERGED, error=str(exc))
-        self._event(run_id, "diverged", detail=str(exc))
+    def _diverged(self, record, exc):
+        self._end(record, status=DIVERGED, error=str(exc))
+        self._event(record.run_id, "diverged", detail=str(exc))
 
-    def _end(self, run_id, **fields):
+    def _end(self, record, **fields):
         """Record how this execution ended, and let go of the run's lease in the same write.
         It did end, so nothing is left in flight."""
         fields.setdefault("interruptions", 0)
-        self.store.update_run(run_id, owner=self.worker, taken_up_at=None,
-                              updated_at=self.clock(), lease_owner=None, lease_expires=None,
-                              **fields)
-        self._lease_until.pop(run_id, None)
+        self._update(record, taken_up_at=None, updated_at=self.clock(), lease_owner=None,
+                     lease_expires=None, **fields)
+        self._lease_until.pop(record.run_id, None)
+
+    def _update(self, record, **fields):
+        """Change the run in the store (fenced: only while we hold its lease), and `record`
+        with it, so the run this execution returns needs no second read."""
+        self.store.update_run(record.run_id, owner=self.worker, **fields)
+        for name, value in fields.items():
+            setattr(record, name, value)
 
 
 def _earliest(*times):
