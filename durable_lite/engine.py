@@ -125,14 +125,15 @@ class Engine:
                                    now, now, budget_json=budget_json, lease_owner=self.worker,
                                    lease_expires=now + self.lease_seconds, taken_up_at=0)
                 try:
-                    self.store.create_run(record)
+                    with self.store.batch():
+                        self.store.create_run(record)
+                        self._event(run_id, "started", detail=f"{wf.name} v{wf.version}")
                 except ValueError:             # another process created it a moment ago
                     existing = self.store.get_run(run_id)
                     if existing is None:
                         raise
                 else:
                     self._lease_until[run_id] = record.lease_expires
-                    self._event(run_id, "started", detail=f"{wf.name} v{wf.version}")
                     return self._drive(run_id, must_lease=True, created=record)
             _check_same_run(existing, wf, args_json, kwargs_json)
             run = self._continue(existing, budget)
@@ -472,9 +473,6 @@ class Engine:
             from .policy import Budget
             budget = Budget.from_json(jsonvalue.decode(record.budget_json))
         ctx = Context(self, record, entries, budget, on_step=self.on_step)
-        if entries:
-            self._event(run_id, "resumed",
-                        detail=f"{len(entries)} {'entry' if len(entries) == 1 else 'entries'} recorded")
         args = jsonvalue.decode(record.args_json)
         kwargs = jsonvalue.decode(record.kwargs_json)
         try:
@@ -486,11 +484,10 @@ class Engine:
             finally:
                 ctx._check_usable()       # a fatal error the workflow caught still ends it
         except Park as park:
-            self._end(record, status=park.status, waiting_for=park.waiting_for, wake_at=park.wake_at)
-            self._event(run_id, park.status, name=park.waiting_for, detail=str(park.wake_at))
+            self._end(record, park.status, str(park.wake_at), event_name=park.waiting_for,
+                      status=park.status, waiting_for=park.waiting_for, wake_at=park.wake_at)
         except Halt as halt:
-            self._end(record, status=HALTED, halt_reason=halt.reason)
-            self._event(run_id, "halted", detail=halt.reason)
+            self._end(record, "halted", halt.reason, status=HALTED, halt_reason=halt.reason)
         except NonDeterminismError as exc:
             self._diverged(record, exc)
             raise     # a bug in the code: its history stays as it is, for a person to act on
@@ -498,8 +495,7 @@ class Engine:
             raise     # a lost race, or a store that cannot write: nothing more can be recorded
         except Exception as exc:
             message = f"{type(exc).__name__}: {exc}"
-            self._end(record, status=FAILED, error=message)
-            self._event(run_id, "failed", detail=message)
+            self._end(record, "failed", message, status=FAILED, error=message)
         else:
             if ctx.position < ctx.recorded:
                 error = NonDeterminismError(
@@ -508,35 +504,38 @@ class Engine:
                     f"{entries[ctx.position].label!r}")
                 self._diverged(record, error)
                 raise error
-            self._end(record, status=COMPLETED, result_json=text)
-            self._event(run_id, "completed")
+            self._end(record, "completed", status=COMPLETED, result_json=text)
         # Build the answer from what this execution already holds (the record it kept in
         # step with its writes, the checkpoints it replayed and made): no second read.
         return self._snapshot(record, self._usage(ctx.entries, record), ctx.executed, ctx.replayed)
 
     def _take_up(self, record, entries):
         """Count this execution before it starts; return the dead run instead, if the run's
-        interruptions have reached the limit (see "Poison runs" above)."""
+        interruptions have reached the limit (see "Poison runs" above). One write."""
         run_id, here = record.run_id, len(entries)
-        interruptions = 0
-        if record.taken_up_at is not None:         # the last execution never ended
-            interruptions = record.interruptions + 1 if here == record.taken_up_at else 1
-            self._event(run_id, "interrupted", position=here,
-                        detail=f"the execution that took the run up at position "
-                               f"{record.taken_up_at} never ended (its process died, or "
-                               f"SystemExit or the like stopped it): {interruptions} in a row "
-                               f"at position {here}")
-            if self.max_interruptions is not None and interruptions >= self.max_interruptions:
-                reason = self._dead_reason(run_id, here, interruptions, entries)
-                self._end(record, status=DEAD, error=reason, waiting_for=None, wake_at=None,
-                          interruptions=interruptions)
-                self._event(run_id, "dead", position=here, detail=reason)
-                return self.get(run_id)
-        changes = {"interruptions": interruptions, "taken_up_at": here}
-        if record.status != RUNNING or record.waiting_for is not None:
-            changes.update(status=RUNNING, waiting_for=None, wake_at=None, error=None,
-                           updated_at=self.clock())
-        self._update(record, **changes)
+        with self.store.batch():
+            interruptions = 0
+            if record.taken_up_at is not None:         # the last execution never ended
+                interruptions = record.interruptions + 1 if here == record.taken_up_at else 1
+                self._event(run_id, "interrupted", position=here,
+                            detail=f"the execution that took the run up at position "
+                                   f"{record.taken_up_at} never ended (its process died, or "
+                                   f"SystemExit or the like stopped it): {interruptions} in a "
+                                   f"row at position {here}")
+                if self.max_interruptions is not None and interruptions >= self.max_interruptions:
+                    reason = self._dead_reason(run_id, here, interruptions, entries)
+                    self._end(record, "dead", reason, event_position=here, status=DEAD,
+                              error=reason, waiting_for=None, wake_at=None,
+                              interruptions=interruptions)
+                    return self.get(run_id)
+            changes = {"interruptions": interruptions, "taken_up_at": here}
+            if record.status != RUNNING or record.waiting_for is not None:
+                changes.update(status=RUNNING, waiting_for=None, wake_at=None, error=None,
+                               updated_at=self.clock())
+            self._update(record, **changes)
+            if entries:
+                self._event(run_id, "resumed",
+                            detail=f"{here} {'entry' if here == 1 else 'entries'} recorded")
         return None
 
     def _dead_reason(self, run_id, here, interruptions, entries):
@@ -554,15 +553,18 @@ class Engine:
                 f"then engine.resume({run_id!r}) runs it again.")
 
     def _diverged(self, record, exc):
-        self._end(record, status=DIVERGED, error=str(exc))
-        self._event(record.run_id, "diverged", detail=str(exc))
+        self._end(record, "diverged", str(exc), status=DIVERGED, error=str(exc))
 
-    def _end(self, record, **fields):
-        """Record how this execution ended, and let go of the run's lease in the same write.
-        It did end, so nothing is left in flight."""
+    def _end(self, record, event, detail=None, *, event_name=None, event_position=None, **fields):
+        """Record how this execution ended: the run's new state and the event that says
+        so, in one write that also lets go of the run's lease. It did end, so nothing is
+        left in flight."""
         fields.setdefault("interruptions", 0)
-        self._update(record, taken_up_at=None, updated_at=self.clock(), lease_owner=None,
-                     lease_expires=None, **fields)
+        with self.store.batch():
+            self._update(record, taken_up_at=None, updated_at=self.clock(), lease_owner=None,
+                         lease_expires=None, **fields)
+            self._event(record.run_id, event, position=event_position, name=event_name,
+                        detail=detail)
         self._lease_until.pop(record.run_id, None)
 
     def _update(self, record, **fields):

@@ -27,6 +27,9 @@ class MemoryStore(Store):
         self._ids = itertools.count(1)
         self._lock = threading.RLock()
 
+    def batch(self):
+        return self._lock          # no transaction to commit: only keep other threads out
+
     def create_run(self, run):
         with self._lock:
             if run.run_id in self._runs:

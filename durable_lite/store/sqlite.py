@@ -10,6 +10,7 @@
   take turns, so no thread's statement lands inside another thread's transaction.
 """
 
+import contextlib
 import os
 import sqlite3
 import threading
@@ -146,6 +147,20 @@ class SQLiteStore(Store):
         with self._lock:
             row = self._db.execute("SELECT value FROM durable_lite_meta WHERE key='schema_version'").fetchone()
         return int(row[0])
+
+    @contextlib.contextmanager
+    def batch(self):
+        with self._lock:
+            if self._db.in_transaction:      # an outer batch of this thread: join it
+                yield
+                return
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
 
     def check_file(self):
         """Stop if the path no longer names the file this store has open.
