@@ -88,10 +88,16 @@ def summary(values):
     return {"median": statistics.median(values), "min": min(values), "max": max(values)}
 
 
-def python_child(code, timeout=300):
-    """Run `code` in a fresh interpreter that can import this folder's modules."""
+def python_child(code, timeout=300, env_changes=None):
+    """Run `code` in a fresh interpreter that can import this folder's modules.
+    `env_changes`: variables to set, or (with None) to remove, for that interpreter."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (HERE, env.get("PYTHONPATH", "")) if p)
+    for name, value in (env_changes or {}).items():
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = value
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=timeout, env=env, cwd=ROOT)
 
@@ -333,15 +339,29 @@ def replay_record(key, n, seconds):
 
 # import time ---------------------------------------------------------------------------------
 def measure_import(repeats):
+    """`import durable_lite` in fresh interpreters, timed inside them.
+
+    Two ways: with the package's bytecode cached (as for every import after the first one
+    on a machine), and compiling every module from source (as on a machine that sets
+    PYTHONDONTWRITEBYTECODE, where nothing is ever cached). The target applies to the first.
+    """
     code = ("import time; t = time.perf_counter(); import durable_lite; "
             "print(time.perf_counter() - t)")
-    ms = []
-    for _ in range(repeats):
-        proc = python_child(code, timeout=60)
-        if proc.returncode != 0:
-            raise RuntimeError(f"importing durable_lite failed:\n{proc.stderr}")
-        ms.append(float(proc.stdout.strip()) * 1e3)
-    return {"repeats": repeats, "ms": ms, **{f"{k}_ms": v for k, v in summary(ms).items()}}
+
+    def times(env_changes):
+        ms = []
+        for _ in range(repeats):
+            proc = python_child(code, timeout=60, env_changes=env_changes)
+            if proc.returncode != 0:
+                raise RuntimeError(f"importing durable_lite failed:\n{proc.stderr}")
+            ms.append(float(proc.stdout.strip()) * 1e3)
+        return {"repeats": repeats, "ms": ms, **{f"{k}_ms": v for k, v in summary(ms).items()}}
+
+    with tempfile.TemporaryDirectory(prefix="dl-bench-pycache-") as cache:
+        cached = {"PYTHONDONTWRITEBYTECODE": None, "PYTHONPYCACHEPREFIX": cache}
+        python_child("import durable_lite", env_changes=cached)        # fills the cache
+        warm = times(cached)
+    return warm, times({"PYTHONDONTWRITEBYTECODE": "1"})
 
 
 # ratios, targets, report ---------------------------------------------------------------------
@@ -423,7 +443,13 @@ def report(result):
     out.append(table(["what", "N", "ms", "min-max", "us/step", "x floor", "floor"], rows))
     imp = result["import_durable_lite"]
     out += ["", f"import durable_lite in a fresh interpreter: {fmt(imp['median_ms'])} ms median "
-                f"({fmt(imp['min_ms'])}-{fmt(imp['max_ms'])}, {imp['repeats']} runs)"]
+                f"({fmt(imp['min_ms'])}-{fmt(imp['max_ms'])}, {imp['repeats']} runs)"
+                + (", bytecode cached" if "import_durable_lite_compiling" in result else "")]
+    cold = result.get("import_durable_lite_compiling")
+    if cold:
+        out.append(f"  ... compiling every module (PYTHONDONTWRITEBYTECODE=1): "
+                   f"{fmt(cold['median_ms'])} ms median ({fmt(cold['min_ms'])}-"
+                   f"{fmt(cold['max_ms'])}, {cold['repeats']} runs)")
     if result["skipped"]:
         out += [""] + [f"{name}: {why}" for name, why in result["skipped"].items()]
     out += ["", "Targets"]
@@ -521,7 +547,7 @@ def main(argv=None):
     os.makedirs(folder, exist_ok=True)
     skipped = {}
     try:
-        imported = measure_import(args.import_repeats)
+        imported, imported_compiling = measure_import(args.import_repeats)
         dbos_workload, why = load_dbos(args.no_dbos)
         if why:
             skipped["DBOS"] = why
@@ -550,6 +576,7 @@ def main(argv=None):
             "load_average": [round(load_before, 2), round(os.getloadavg()[0], 2)],
         },
         "import_durable_lite": imported,
+        "import_durable_lite_compiling": imported_compiling,
         "step_overhead": writes,
         "replay": replays,
         "skipped": skipped,
