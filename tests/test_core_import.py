@@ -54,3 +54,9 @@ def test_import_alone_leaves_the_slow_standard_modules_for_first_use():
     slow = {"dataclasses", "inspect", "typing", "hashlib", "socket", "random", "secrets",
             "durable_lite.faults", "durable_lite.policy", "durable_lite.run"}
     assert loaded & slow == set(), sorted(loaded & slow)
+
+
+def test_the_crash_points_context_names_are_the_ones_faults_defines():
+    """context.py names the crash points itself, so that it need not import faults."""
+    from durable_lite import context, faults
+    assert (context.BEFORE_STEP, context.AFTER_EFFECT, context.AFTER_CHECKPOINT) == faults.CRASH_POINTS

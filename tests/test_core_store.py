@@ -319,3 +319,19 @@ def test_an_engine_whose_store_file_is_deleted_or_replaced_stops_naming_the_file
     assert os.path.exists(store_path) == (how == "replaced")
     if how == "replaced":
         assert dl.SQLiteStore(store_path).list_runs() == []      # nothing went into it either
+
+
+def test_a_batch_commits_its_writes_together_or_not_at_all(any_store, clock):
+    from durable_lite.store.records import Event, RunRecord
+    with pytest.raises(RuntimeError):
+        with any_store.batch():
+            any_store.create_run(RunRecord("b", "wf", 1, "[]", "{}", "running", clock(), clock()))
+            any_store.add_event(Event("b", clock(), "started"))
+            raise RuntimeError("the process stops here")
+    if any_store.name == "sqlite":              # memory keeps nothing across a crash anyway
+        assert any_store.get_run("b") is None and any_store.events("b") == []
+    with any_store.batch():
+        with any_store.batch():                 # an inner batch joins the outer one
+            any_store.create_run(RunRecord("c", "wf", 1, "[]", "{}", "running", clock(), clock()))
+        any_store.add_event(Event("c", clock(), "started"))
+    assert any_store.get_run("c").status == "running" and len(any_store.events("c")) == 1
