@@ -34,7 +34,7 @@ import threading
 from threading import get_ident
 
 from . import jsonvalue
-from .errors import (ContextCallError, Crash, DurableError, LeaseLostError, NonDeterminismError,
+from .errors import (ContextCallError, Crash, DurableError, NonDeterminismError,
                      StepResultNotJSON, StepTimeout, StoreWriteError)
 from .keys import derive_key
 from .store.records import ERROR, SIGNAL, SLEEPING, STEP, TIMER, VALUE, WAITING, WOKE, Entry, Event

@@ -14,12 +14,11 @@ import signal
 import subprocess
 
 from core_support import *  # noqa: F401,F403
-from core_support import Calls, python_path
+from core_support import python_path
 
 from durable_lite.errors import NonDeterminismError
 from durable_lite.store.records import RunRecord
 
-import core_workflows
 
 # deadlines -------------------------------------------------------------------------------------
 
@@ -172,7 +171,6 @@ def test_the_limit_is_a_positive_whole_number_or_none_for_no_limit(eng, clock):
 WORKER = """
 import json, sys
 import durable_lite as dl
-import core_workflows
 engine = dl.Engine(dl.SQLiteStore(sys.argv[1]), max_interruptions=3)
 print(json.dumps({r.run_id: r.status for r in engine.recover()}))
 """
