@@ -171,6 +171,7 @@ def test_the_limit_is_a_positive_whole_number_or_none_for_no_limit(eng, clock):
 WORKER = """
 import json, sys
 import durable_lite as dl
+import core_workflows             # registers the workflow this worker recovers
 engine = dl.Engine(dl.SQLiteStore(sys.argv[1]), max_interruptions=3)
 print(json.dumps({r.run_id: r.status for r in engine.recover()}))
 """
