@@ -427,25 +427,34 @@ class Engine:
             self.store.renew_leases(self.worker, self.clock() + self.lease_seconds)
 
     def _drive(self, run_id, must_lease, created=None):
-        """Execute the run under this worker's lease. `created`: the record start() has just
-        made, with our lease on it already (nothing to take, re-read or load)."""
-        if created is not None:
-            record = created
-        else:
-            record = self._record(run_id)
-            if not self._take_lease(run_id, record):
-                if must_lease:
-                    raise LeaseHeldError(f"run {run_id!r} is leased by worker {record.lease_owner} "
-                                         f"until {record.lease_expires}; try again later")
-                return None
+        """Take the run up under this worker's lease and execute it.
+
+        Taking it up is one transaction: the lease, a read of the run and its checkpoints
+        that no other worker can change meanwhile, and the count of this execution (see
+        "Poison runs"). `created`: the record start() has just made, with our lease and
+        the count on it already.
+        """
         try:
-            if created is None:
-                record = self._record(run_id)     # re-read: another worker may have moved it on
-                if record.status in (COMPLETED, HALTED):
-                    return self.get(run_id) if must_lease else None
-                if not must_lease and not self._is_due(record):
-                    return None                   # recover() read a stale list: nothing to do
-            return self._execute(record, created is not None)
+            if created is not None:
+                record, entries = created, []
+            else:
+                with self.store.batch():
+                    record = self._record(run_id)
+                    if not self._take_lease(run_id, record):
+                        if must_lease:
+                            raise LeaseHeldError(f"run {run_id!r} is leased by worker "
+                                                 f"{record.lease_owner} until "
+                                                 f"{record.lease_expires}; try again later")
+                        return None
+                    if record.status in (COMPLETED, HALTED):
+                        return self.get(run_id) if must_lease else None
+                    if not must_lease and not self._is_due(record):
+                        return None               # recover() read a stale list: nothing to do
+                    lookup(record.workflow, record.version, run_id=run_id)   # before counting
+                    entries, dead = self._take_up(record)
+                    if dead is not None:
+                        return dead               # declared dead instead of executed
+            return self._execute(record, entries)
         finally:
             if self._lease_until.pop(run_id, None) is not None:   # not released at its end
                 try:
@@ -454,20 +463,9 @@ class Engine:
                     pass             # lease then expires by itself, and the error that
                                      # matters is the one already on its way to the caller
 
-    def _execute(self, record, created=False):
+    def _execute(self, record, entries):
         run_id = record.run_id
         wf = lookup(record.workflow, record.version, run_id=run_id)
-        entries = [] if created else self.store.load_entries(run_id)
-        if (record.status == FAILED and entries and entries[-1].kind == ERROR
-                and not _effect_happened(entries[-1])):
-            # The step whose failure ended the run gets its attempts again.
-            self.store.discard_entries_from(run_id, entries[-1].position)
-            self._event(run_id, "retrying", entries[-1].position, entries[-1].label)
-            entries.pop()
-        if not created:                  # start() counted a new run as taken up already
-            dead = self._take_up(record, entries)
-            if dead is not None:
-                return dead
         budget = None
         if record.budget_json is not None:
             from .policy import Budget
@@ -509,34 +507,42 @@ class Engine:
         # step with its writes, the checkpoints it replayed and made): no second read.
         return self._snapshot(record, self._usage(ctx.entries, record), ctx.executed, ctx.replayed)
 
-    def _take_up(self, record, entries):
-        """Count this execution before it starts; return the dead run instead, if the run's
-        interruptions have reached the limit (see "Poison runs" above). One write."""
-        run_id, here = record.run_id, len(entries)
-        with self.store.batch():
-            interruptions = 0
-            if record.taken_up_at is not None:         # the last execution never ended
-                interruptions = record.interruptions + 1 if here == record.taken_up_at else 1
-                self._event(run_id, "interrupted", position=here,
-                            detail=f"the execution that took the run up at position "
-                                   f"{record.taken_up_at} never ended (its process died, or "
-                                   f"SystemExit or the like stopped it): {interruptions} in a "
-                                   f"row at position {here}")
-                if self.max_interruptions is not None and interruptions >= self.max_interruptions:
-                    reason = self._dead_reason(run_id, here, interruptions, entries)
-                    self._end(record, "dead", reason, event_position=here, status=DEAD,
-                              error=reason, waiting_for=None, wake_at=None,
-                              interruptions=interruptions)
-                    return self.get(run_id)
-            changes = {"interruptions": interruptions, "taken_up_at": here}
-            if record.status != RUNNING or record.waiting_for is not None:
-                changes.update(status=RUNNING, waiting_for=None, wake_at=None, error=None,
-                               updated_at=self.clock())
-            self._update(record, **changes)
-            if entries:
-                self._event(run_id, "resumed",
-                            detail=f"{here} {'entry' if here == 1 else 'entries'} recorded")
-        return None
+    def _take_up(self, record):
+        """Load the run's checkpoints and count this execution before it starts (see
+        "Poison runs" above). Returns (checkpoints, None), or (None, the dead run) if the
+        run's interruptions have reached the limit."""
+        run_id = record.run_id
+        entries = self.store.load_entries(run_id)
+        if (record.status == FAILED and entries and entries[-1].kind == ERROR
+                and not _effect_happened(entries[-1])):
+            # The step whose failure ended the run gets its attempts again.
+            self.store.discard_entries_from(run_id, entries[-1].position)
+            self._event(run_id, "retrying", entries[-1].position, entries[-1].label)
+            entries.pop()
+        here = len(entries)
+        interruptions = 0
+        if record.taken_up_at is not None:             # the last execution never ended
+            interruptions = record.interruptions + 1 if here == record.taken_up_at else 1
+            self._event(run_id, "interrupted", position=here,
+                        detail=f"the execution that took the run up at position "
+                               f"{record.taken_up_at} never ended (its process died, or "
+                               f"SystemExit or the like stopped it): {interruptions} in a row "
+                               f"at position {here}")
+            if self.max_interruptions is not None and interruptions >= self.max_interruptions:
+                reason = self._dead_reason(run_id, here, interruptions, entries)
+                self._end(record, "dead", reason, event_position=here, status=DEAD,
+                          error=reason, waiting_for=None, wake_at=None,
+                          interruptions=interruptions)
+                return None, self.get(run_id)
+        changes = {"interruptions": interruptions, "taken_up_at": here}
+        if record.status != RUNNING or record.waiting_for is not None:
+            changes.update(status=RUNNING, waiting_for=None, wake_at=None, error=None,
+                           updated_at=self.clock())
+        self._update(record, **changes)
+        if entries:
+            self._event(run_id, "resumed",
+                        detail=f"{here} {'entry' if here == 1 else 'entries'} recorded")
+        return entries, None
 
     def _dead_reason(self, run_id, here, interruptions, entries):
         where = f"after {entries[-1].label!r}" if entries else "before its first entry"
