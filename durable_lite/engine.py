@@ -115,26 +115,24 @@ class Engine:
         budget_json = None if budget is None else jsonvalue.encode(budget.to_json(), what="the budget is")
         self.store.check_file()
         with self._turns.take(run_id):
-            existing = self.store.get_run(run_id)
-            if existing is None:
-                now = self.clock()
-                # The run is created with our lease already on it, so no other worker's
-                # recover() can pick it up between its creation and its first step; and
-                # with this execution already counted as taken up (see "Poison runs").
-                record = RunRecord(run_id, wf.name, wf.version, args_json, kwargs_json, RUNNING,
-                                   now, now, budget_json=budget_json, lease_owner=self.worker,
-                                   lease_expires=now + self.lease_seconds, taken_up_at=0)
-                try:
-                    with self.store.batch():
-                        self.store.create_run(record)
-                        self._event(run_id, "started", detail=f"{wf.name} v{wf.version}")
-                except ValueError:             # another process created it a moment ago
-                    existing = self.store.get_run(run_id)
-                    if existing is None:
-                        raise
-                else:
-                    self._lease_until[run_id] = record.lease_expires
-                    return self._drive(run_id, must_lease=True, created=record)
+            now = self.clock()
+            # The run is created with our lease already on it, so no other worker's
+            # recover() can pick it up between its creation and its first step; and with
+            # this execution already counted as taken up (see "Poison runs").
+            record = RunRecord(run_id, wf.name, wf.version, args_json, kwargs_json, RUNNING,
+                               now, now, budget_json=budget_json, lease_owner=self.worker,
+                               lease_expires=now + self.lease_seconds, taken_up_at=0)
+            try:
+                with self.store.batch():
+                    self.store.create_run(record)
+                    self._event(run_id, "started", detail=f"{wf.name} v{wf.version}")
+            except ValueError:                 # the run id exists: this is "attempt 2"
+                existing = self.store.get_run(run_id)
+                if existing is None:
+                    raise
+            else:
+                self._lease_until[run_id] = record.lease_expires
+                return self._drive(run_id, must_lease=True, created=record)
             _check_same_run(existing, wf, args_json, kwargs_json)
             run = self._continue(existing, budget)
         if existing.version != wf.version:     # pinned: say so, so nobody believes wf ran
@@ -504,8 +502,9 @@ class Engine:
                 raise error
             self._end(record, "completed", status=COMPLETED, result_json=text)
         # Build the answer from what this execution already holds (the record it kept in
-        # step with its writes, the checkpoints it replayed and made): no second read.
-        return self._snapshot(record, self._usage(ctx.entries, record), ctx.executed, ctx.replayed)
+        # step with its writes, the usage it counted over every checkpoint): no second read.
+        usage = ctx.usage if ctx.position >= ctx.recorded else self._usage(ctx.entries, record)
+        return self._snapshot(record, usage, ctx.executed, ctx.replayed)
 
     def _take_up(self, record):
         """Load the run's checkpoints and count this execution before it starts (see
