@@ -22,7 +22,7 @@ model call a step, and build the tool step's name from its *recorded* answer::
 On replay `decision` comes from the checkpoint, so the name is the same string again and
 the position lines up. Calling the same tool twice is fine: the second "tool:search" is
 labelled "tool:search#2" (occurrence numbers count per name, in call order, so they are
-deterministic too). Never build a name from anything that is not recorded (the clock, a
+deterministic too; that is why a name itself may not contain "#"). Never build a name from anything that is not recorded (the clock, a
 fresh model call outside a step): the next replay would ask for a different name and stop
 with NonDeterminismError.
 """
@@ -31,18 +31,79 @@ import functools
 import json
 import math
 import threading
+from threading import get_ident
 
 from . import jsonvalue
-from .errors import LeaseLostError, NonDeterminismError, StepResultNotJSON, StepTimeout
+from .errors import (ContextCallError, Crash, DurableError, NonDeterminismError,
+                     StepResultNotJSON, StepTimeout, StoreWriteError)
 from .keys import derive_key
-from .faults import AFTER_CHECKPOINT, AFTER_EFFECT, BEFORE_STEP
-from .policy import Step, Usage
 from .store.records import ERROR, SIGNAL, SLEEPING, STEP, TIMER, VALUE, WAITING, WOKE, Entry, Event
+from .usage import Usage
+
+# The crash points of faults.py, by name. faults itself is loaded only when a crash is
+# planned (Engine.crash_at), so `import durable_lite` does not pay for it.
+BEFORE_STEP, AFTER_EFFECT, AFTER_CHECKPOINT = "before_step", "after_effect", "after_checkpoint"
 
 _MISSING = object()
 
-# ctx.step("name", ...) with no options: one shared Step per name, not a new one per call.
-_plain_step = functools.lru_cache(maxsize=4096)(Step)
+
+class _NameRefused(ValueError):
+    """A name no store could keep; the message says why (see _name_problem)."""
+
+
+@functools.lru_cache(maxsize=4096)
+def _plain_step(name):
+    """ctx.step("name", ...) with no options: one shared Step per name, not one per call,
+    its name checked once."""
+    problem = _name_problem(name)
+    if problem:
+        raise _NameRefused(problem)
+    from .policy import Step          # loaded on first use (see policy.py)
+    return Step(name)
+
+
+@functools.lru_cache(maxsize=4096)
+def _name_problem(name: str):
+    """Why a store could not keep `name` as a step, wait or signal name, or None."""
+    if "#" in name:
+        return ("contains '#', which separates a name from its occurrence number in labels "
+                "such as 'search#2'; use another character")
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return "is not text a store can keep (it holds a lone surrogate)"
+    return None
+
+
+def check_name(what: str, name, run_id) -> None:
+    """Refuse a name before anything runs, rather than at the checkpoint after the effect."""
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"run {run_id!r}: a {what} name must be a non-empty string, not {name!r}")
+    problem = _name_problem(name)
+    if problem:
+        raise ValueError(f"run {run_id!r}: the {what} name {name!r} {problem}")
+
+
+def _check_timeout(run_id, name, timeout):
+    """A wait's timeout: a finite number of seconds > 0, or the wait could last forever."""
+    if timeout is None or (_is_number(timeout) and timeout <= 0):
+        raise ValueError(f"run {run_id!r}: wait_for_signal({name!r}) needs a positive timeout; "
+                         "a wait with no deadline can hang a run forever")
+    if not _is_number(timeout) or not math.isfinite(timeout):
+        raise ValueError(f"run {run_id!r}: wait_for_signal({name!r}) needs a finite number of "
+                         f"seconds as its timeout, not {timeout!r}; a wait with no deadline "
+                         "can hang a run forever")
+
+
+def _check_duration(run_id, name, seconds):
+    """A sleep's duration: a finite number of seconds >= 0."""
+    if not _is_number(seconds) or not 0 <= seconds < math.inf:      # also refuses NaN
+        raise ValueError(f"run {run_id!r}: sleep({name!r}) needs a finite number of seconds "
+                         f">= 0, not {seconds!r}; a sleep that never ends parks a run forever")
+
+
+def _is_number(value) -> bool:
+    return type(value) in (int, float)        # not bool: True is not a number of seconds
 
 
 class Park(BaseException):
@@ -62,7 +123,8 @@ class Halt(BaseException):
 
 
 class StepFailed(Exception):
-    """A step exhausted its attempts. Raised into the workflow, which may catch it.
+    """A step failed for good: it exhausted its attempts, or its function ran but what it
+    returned cannot be recorded. Raised into the workflow, which may catch it.
 
     The failure is recorded like a result, so a replay raises it again at the same point
     (and takes the same fallback path) instead of quietly trying the step once more.
@@ -76,19 +138,26 @@ class StepFailed(Exception):
         self.run_id, self.step, self.attempts, self.error, self.cause = run_id, label, attempts, error, cause
 
 
-# Errors that mean this execution must stop: the history and the code disagree, a result
-# cannot be recorded, or another worker owns the run now. Once raised, every later ctx call
-# raises it again, so `except Exception:` in workflow code cannot carry on past one.
-_FATAL = (NonDeterminismError, StepResultNotJSON, LeaseLostError)
+# Once a ctx call has taken a position, any error but a recorded StepFailed means this
+# execution must stop: the history and the code disagree (NonDeterminismError), another
+# worker owns the run now (LeaseLostError), the store could not write (StoreWriteError)...
+# Carrying on would record the next call one position too far. So the error is kept in
+# `ctx.fatal` and every later ctx call raises it again: `except Exception:` in workflow
+# code cannot carry on past one, and the engine ends the execution with it.
 
 
 class Context:
     def __init__(self, engine, run, entries, budget, on_step=None):
         self._engine = engine
         self._run = run
+        self.run_id = run.run_id
         self._entries = entries
         self._position = 0
-        self._occurrences = {}
+        # How often each name has been asked for so far, per kind: the occurrence numbers.
+        self._occurrences = {kind: {} for kind in (STEP, VALUE, TIMER, SIGNAL, WOKE)}
+        self._thread = threading.get_ident()   # the thread running the workflow function
+        self._in_step = None                   # label of the step whose function is running
+        self._working = False                  # has this execution done new work yet?
         # Usage up to the current position: replayed steps add their recorded counts, so
         # the workflow reads the same numbers live and on replay, and the budget check
         # before new work sees everything the run has ever executed.
@@ -98,11 +167,7 @@ class Context:
         self.executed = []
         self.replayed = []
         self._on_step = on_step     # lab hook: called with (label, "executed"|"replayed")
-        self.fatal = None           # a _FATAL error raised in this execution, if any
-
-    @property
-    def run_id(self) -> str:
-        return self._run.run_id
+        self.fatal = None           # the error that ended this execution, if any
 
     # the core: step ---------------------------------------------------------------------
     def step(self, step, fn, *args, **kwargs):
@@ -110,69 +175,102 @@ class Context:
 
         `step` is a name, or a `dl.Step(name, retry=..., timeout=..., cost=...)`. Every
         keyword argument goes to `fn`, so step options never collide with fn's own.
-        If every attempt fails, the failure is recorded and StepFailed is raised.
+        If every attempt fails, the failure is recorded and StepFailed is raised. So is a
+        result that cannot be recorded (not JSON, or a cost that is not a number): the
+        effect happened, so a resume meets the recorded failure instead of repeating it.
         """
-        self._check_usable()
-        if isinstance(step, str) and step:
-            spec = _plain_step(step)
-        elif isinstance(step, Step) and isinstance(step.name, str) and step.name:
-            spec = step
-        else:
-            name = step.name if isinstance(step, Step) else step
-            raise TypeError(f"run {self.run_id!r}: a step name must be a non-empty string, "
-                            f"not {name!r}")
+        if self.fatal is not None or self._in_step is not None or get_ident() != self._thread:
+            self._check_callable_here("step")                  # says what is wrong
+        name = step if type(step) is str else getattr(step, "name", step)
         try:
-            position, occurrence = self._claim(STEP, spec.name)
-            recorded = self._replay(position, STEP, spec.name, occurrence)
-            if recorded is not _MISSING:
-                return recorded
-            return self._execute_step(spec, position, occurrence, fn, args, kwargs)
-        except _FATAL as exc:
+            position = self._position                     # _claim(STEP, name), inline:
+            self._position = position + 1                 # this is the hottest path
+            counts = self._occurrences[STEP]
+            occurrence = counts[name] = counts.get(name, 0) + 1
+            if position < len(self._entries):
+                return self._replay_step(position, name, occurrence)
+            return self._execute_step(self._spec(step), position, occurrence, fn, args, kwargs)
+        except StepFailed:
+            raise                       # recorded at its position: the workflow may go on
+        except Exception as exc:
             self.fatal = exc
             raise
 
+    def _spec(self, step):
+        """The Step options for a name or a dl.Step, once its name is checked (before the
+        step runs: a name no store can keep must not be found out after the effect)."""
+        if type(step) is str and step:
+            try:
+                return _plain_step(step)
+            except _NameRefused as refused:
+                raise ValueError(f"run {self.run_id!r}: the step name {step!r} {refused}") from None
+        from .policy import Step
+        check_name("step", step.name if isinstance(step, Step) else step, self.run_id)
+        return step
+
     def _execute_step(self, spec, position, occurrence, fn, args, kwargs):
-        label = _label(spec.name, occurrence)
+        name = spec.name
+        label = name if occurrence == 1 else f"{name}#{occurrence}"
         engine = self._engine
-        self._before_new_work()
-        engine._fault_point(spec.name, occurrence, BEFORE_STEP)
-        started = engine.clock()
+        started = self._before_new_work()
+        engine._fault_point(name, occurrence, BEFORE_STEP)
+        self._in_step = label
         try:
             result, attempts = self._attempt(spec, label, position, fn, args, kwargs)
         except StepFailed as failed:
             # Record the failure before the workflow sees it: a replay must meet it again.
-            detail = jsonvalue.encode({"error": failed.error, "attempts": failed.attempts},
-                                      what=f"the failure of step {label!r} in run {self.run_id!r} is")
-            self._commit(Entry(position, ERROR, spec.name, occurrence, detail, failed.attempts,
-                               started, engine.clock(), engine.worker), label)
-            self.usage.steps += 1
+            self._record_failure(name, position, occurrence, failed.attempts, failed.error, started)
             raise
-        text, value = jsonvalue.roundtrip(
-            result, what=lambda: f"step {label!r} of run {self.run_id!r} returned")
-        engine._fault_point(spec.name, occurrence, AFTER_EFFECT)
-        cost = self._cost_of(spec, label, value)
-        self._commit(Entry(position, STEP, spec.name, occurrence, text, attempts, started,
+        finally:
+            self._in_step = None
+        try:
+            text, value = jsonvalue.roundtrip(
+                result, what=lambda: f"step {label!r} of run {self.run_id!r} returned")
+            cost = 0.0 if spec.cost is None else self._cost_of(spec, label, value)
+            unrecordable = None
+        except (StepResultNotJSON, ValueError) as exc:
+            unrecordable = exc
+        engine._fault_point(name, occurrence, AFTER_EFFECT)
+        if unrecordable is not None:
+            error = f"{type(unrecordable).__name__}: {unrecordable}"
+            self._record_failure(name, position, occurrence, attempts, error, started,
+                                 effect_happened=True)
+            raise StepFailed(self.run_id, label, attempts, error, unrecordable)
+        self._commit(Entry(position, STEP, name, occurrence, text, attempts, started,
                            engine.clock(), engine.worker, cost), label)
-        self.usage.steps += 1
-        self.usage.cost += cost
-        engine._fault_point(spec.name, occurrence, AFTER_CHECKPOINT)
+        usage = self.usage
+        usage.steps += 1
+        if cost:
+            usage.add_cost(cost)
+        engine._fault_point(name, occurrence, AFTER_CHECKPOINT)
         return value
 
-    def _cost_of(self, spec, label, value) -> float:
-        """The step's cost, which budgets add up: a finite number >= 0, or the run stops.
+    def _record_failure(self, name, position, occurrence, attempts, error, started,
+                        effect_happened=False):
+        """Record a step that failed for good, in place of its result.
 
-        Fatal like a result JSON cannot hold: the step has no checkpoint, so the workflow
-        must not carry on to the next position as if it had one.
+        `effect_happened`: its function returned, but what it returned cannot be recorded.
+        Resuming a failed run normally gives its last failed step new attempts; this one
+        it must not run again, or the effect would happen twice (engine.py).
         """
+        failure = {"error": error, "attempts": attempts}
+        if effect_happened:
+            failure["effect_happened"] = True
+        detail = jsonvalue.encode(failure, what=lambda: f"the failure of step {name!r} in run {self.run_id!r} is")
+        self._commit(Entry(position, ERROR, name, occurrence, detail, attempts, started,
+                           self._engine.clock(), self._engine.worker), _label(name, occurrence))
+        self.usage.steps += 1
+
+    def _cost_of(self, spec, label, value) -> float:
+        """The step's cost, which budgets add up: a finite number >= 0, or ValueError."""
         try:
             cost = spec.cost_of(value)
             if not 0 <= cost < math.inf:          # also refuses NaN
                 raise ValueError(f"got {cost!r}")
             return cost
         except Exception as exc:
-            self.fatal = ValueError(f"step {label!r} of run {self.run_id!r}: its cost must be a "
-                                    f"finite number >= 0 ({type(exc).__name__}: {exc})")
-            raise self.fatal from exc
+            raise ValueError(f"step {label!r} of run {self.run_id!r}: its cost must be a "
+                             f"finite number >= 0 ({type(exc).__name__}: {exc})") from exc
 
     def _attempt(self, spec, label, position, fn, args, kwargs):
         engine = self._engine
@@ -182,7 +280,10 @@ class Context:
             if attempt > 1:
                 engine._keep_lease(self.run_id)   # a backoff may have outlasted the lease
             try:
-                return _call(fn, args, kwargs, spec.timeout, f"step {label!r} of run {self.run_id!r}"), attempt
+                if spec.timeout is None:
+                    return fn(*args, **kwargs), attempt
+                return _call_with_timeout(fn, args, kwargs, spec.timeout,
+                                          f"step {label!r} of run {self.run_id!r}"), attempt
             except Exception as exc:
                 error = f"{type(exc).__name__}: {exc}"
                 engine.store.add_event(Event(self.run_id, engine.clock(), "attempt_failed", position,
@@ -190,6 +291,23 @@ class Context:
                 if not spec.retry.should_retry(exc, attempt):
                     raise StepFailed(self.run_id, label, attempt, error, exc) from exc
                 engine.sleep(spec.retry.delay(attempt, engine.jitter_rng))
+            except Crash:
+                raise          # a simulated kill: like a real one, it leaves no note
+            except BaseException as exc:
+                # SystemExit, KeyboardInterrupt, GeneratorExit: the execution stops here.
+                # Leave a note, if the store still takes one, so the history (and the reason
+                # a run is declared dead) can name the step. A killed process cannot.
+                self._note_interruption(position, label, attempt, exc)
+                raise
+
+    def _note_interruption(self, position, label, attempt, exc):
+        engine = self._engine
+        try:
+            engine.store.add_event(Event(
+                self.run_id, engine.clock(), "attempt_failed", position, label, engine.worker,
+                f"attempt {attempt}: {_describe(exc)} (the execution stopped here)"))
+        except Exception:      # noqa: BLE001 - the interruption matters more than the note
+            pass
 
     # recorded values --------------------------------------------------------------------
     def now(self) -> float:
@@ -211,7 +329,7 @@ class Context:
         return derive_key(self.run_id, *parts)
 
     def _value(self, name, produce):
-        self._check_usable()
+        self._check_callable_here(name)
         try:
             position, occurrence = self._claim(VALUE, name)
             recorded = self._replay(position, VALUE, name, occurrence)
@@ -221,7 +339,7 @@ class Context:
             now = self._engine.clock()
             self._commit(Entry(position, VALUE, name, occurrence, text, 1, now, now, self._engine.worker))
             return value
-        except _FATAL as exc:
+        except Exception as exc:
             self.fatal = exc
             raise
 
@@ -244,15 +362,15 @@ class Context:
         Returns the payload, or None if the deadline passed first: a signal sent after the
         deadline (by the sender's clock) is kept for a later wait of that name, however late
         the run is resumed. While parked, no thread or process is held: the call to
-        start/resume returns a run with status 'waiting'.
+        start/resume returns a run with status 'waiting'. `timeout` must be a finite number
+        of seconds: every wait has a deadline.
         """
-        self._check_usable()
-        if timeout is None or timeout <= 0:
-            raise ValueError(f"run {self.run_id!r}: wait_for_signal({name!r}) needs a positive "
-                             "timeout; a wait with no deadline can hang a run forever")
+        self._check_callable_here("wait_for_signal")
+        check_name("wait_for_signal", name, self.run_id)
+        _check_timeout(self.run_id, name, timeout)
         try:
             return self._wait(name, timeout)
-        except _FATAL as exc:
+        except Exception as exc:
             self.fatal = exc
             raise
 
@@ -270,10 +388,8 @@ class Context:
         pending = engine.store.pending_signal(self.run_id, name, sent_by=deadline)
         if pending is not None:
             signal_id, payload_json = pending
-            engine.store.consume_signal_into(
-                self.run_id, signal_id,
-                Entry(position, SIGNAL, name, occurrence, payload_json, 1, now, now, engine.worker))
-            self._log(_label(name, occurrence), "executed")
+            self._commit(Entry(position, SIGNAL, name, occurrence, payload_json, 1, now, now,
+                               engine.worker), _label(name, occurrence), consume_signal=signal_id)
             engine._fault_point(name, occurrence, AFTER_CHECKPOINT)
             return jsonvalue.decode(payload_json)
         if now >= deadline:
@@ -285,10 +401,12 @@ class Context:
 
     def sleep(self, seconds: float, name: str = "sleep"):
         """Durable sleep: park the run until `seconds` from the first time this is reached."""
-        self._check_usable()
+        self._check_callable_here("sleep")
+        check_name("sleep", name, self.run_id)
+        _check_duration(self.run_id, name, seconds)
         try:
             self._sleep(name, seconds)
-        except _FATAL as exc:
+        except Exception as exc:
             self.fatal = exc
             raise
 
@@ -311,52 +429,107 @@ class Context:
         """The next position, and which occurrence of (kind, name) this call is."""
         position = self._position
         self._position += 1
-        key = (kind, name)
-        occurrence = self._occurrences.get(key, 0) + 1
-        self._occurrences[key] = occurrence
+        counts = self._occurrences[kind]
+        occurrence = counts[name] = counts.get(name, 0) + 1
         return position, occurrence
 
+    def _replay_step(self, position, name, occurrence):
+        """The recorded outcome of a step: its result, or its failure raised again."""
+        entry = self._entries[position]
+        kind = entry.kind
+        if entry.name != name or (kind != STEP and kind != ERROR):
+            raise self._divergence(position, entry, STEP, name, occurrence)
+        label = name if occurrence == 1 else f"{name}#{occurrence}"
+        self.replayed.append(label)
+        if self._on_step is not None:
+            self._on_step(label, "replayed")
+        usage = self.usage
+        usage.steps += 1
+        if kind == ERROR:
+            recorded = jsonvalue.decode(entry.result_json)
+            raise StepFailed(self.run_id, label, recorded["attempts"], recorded["error"])
+        if entry.cost:
+            usage.add_cost(entry.cost)
+        return jsonvalue.decode(entry.result_json)
+
     def _replay(self, position, kind, name, occurrence):
+        """The recorded value of a wait, sleep or ctx.now/uuid/random, or _MISSING."""
         if position >= len(self._entries):
             return _MISSING
         entry = self._entries[position]
-        failed = kind == STEP and entry.kind == ERROR
-        if (entry.kind != kind and not failed) or entry.name != name:
-            raise NonDeterminismError(
-                f"run {self.run_id!r} diverged from its history at position {position}: it "
-                f"recorded {entry.kind} {entry.label!r} there, but the workflow now asks for "
-                f"{kind} {_label(name, occurrence)!r}. The orchestration must make the same "
-                "calls in the same order on every replay: move clock reads, random choices "
-                "and ids into steps (or ctx.now/ctx.random/ctx.uuid), or give changed code "
-                "a new workflow version.")
-        if kind in (STEP, SIGNAL, WOKE):
+        if entry.kind != kind or entry.name != name:
+            raise self._divergence(position, entry, kind, name, occurrence)
+        if kind in (SIGNAL, WOKE):
             self._log(entry.label, "replayed")
-        if kind == STEP:
-            self.usage.steps += 1
-            self.usage.cost += entry.cost
-        if failed:
-            recorded = jsonvalue.decode(entry.result_json)
-            raise StepFailed(self.run_id, entry.label, recorded["attempts"], recorded["error"])
         return jsonvalue.decode(entry.result_json)
 
-    # fatal errors (each public method above remembers one in self.fatal) ----------------
+    def _divergence(self, position, entry, kind, name, occurrence):
+        return NonDeterminismError(
+            f"run {self.run_id!r} diverged from its history at position {position}: it "
+            f"recorded {entry.kind} {entry.label!r} there, but the workflow now asks for "
+            f"{kind} {_label(name, occurrence)!r}. The orchestration must make the same "
+            "calls in the same order on every replay: move clock reads, random choices "
+            "and ids into steps (or ctx.now/ctx.random/ctx.uuid), or give changed code "
+            "a new workflow version.")
+
+    # where ctx may be used, and what stops it (each public method above keeps its fatal
+    # error in self.fatal) ------------------------------------------------------------------
     def _check_usable(self):
         """Refuse to go on after a fatal error, even if the workflow caught it."""
         if self.fatal is not None:
             raise self.fatal
 
-    def _before_new_work(self):
-        engine = self._engine
-        reason = self.usage.exceeded(self.budget, self._run.created_at, engine.clock())
-        if reason:
-            raise Halt(reason)
-        engine._keep_lease(self._run.run_id)
+    def _check_callable_here(self, call):
+        """ctx belongs to the workflow function: not to a step's function (its result is
+        recorded as one value, so nothing it does inside can be replayed), and not to
+        another thread (a run records its calls in one order)."""
+        self._check_usable()
+        if self._in_step is not None:
+            raise ContextCallError(
+                f"ctx.{call} called inside step {self._in_step!r} of run {self.run_id!r}. A "
+                f"step's function must not use ctx: call ctx.{call} from the workflow function, "
+                "before or after the step.")
+        if threading.get_ident() != self._thread:
+            raise ContextCallError(
+                f"ctx.{call} called from another thread than the one running the workflow of "
+                f"run {self.run_id!r}. Only the workflow function itself may use ctx.")
 
-    def _commit(self, entry, label=None):
-        self._engine.store.record_entry(self.run_id, entry)
+    def _before_new_work(self) -> float:
+        """Stop if the budget is spent or the lease lost; return the time the work starts."""
+        engine = self._engine
+        if not self._working:
+            self._working = True
+            engine._start_heartbeat()
+        now = engine.clock()
+        if self.budget is not None:
+            reason = self.usage.exceeded(self.budget, self._run.created_at, now)
+            if reason:
+                raise Halt(reason)
+        engine._keep_lease(self._run.run_id, now)
+        return now
+
+    def _commit(self, entry, label=None, consume_signal=None):
+        """Write one checkpoint; with `consume_signal`, mark that signal consumed with it."""
+        store = self._engine.store
+        try:
+            if consume_signal is None:
+                store.record_entry(self.run_id, entry)
+            else:
+                store.consume_signal_into(self.run_id, consume_signal, entry)
+        except DurableError:
+            raise                      # LeaseLostError and friends say what happened already
+        except Exception as exc:
+            raise StoreWriteError(
+                f"run {self.run_id!r}: the checkpoint of {entry.label!r} at position "
+                f"{entry.position} could not be written to {store!r} ({type(exc).__name__}: "
+                f"{exc}). The execution stopped there, with the position still free: resume "
+                "the run once the store works again, and it carries on from that step (which "
+                "runs again: the window an idempotency key closes).") from exc
         self._entries.append(entry)
         if label:
-            self._log(label, "executed")
+            self.executed.append(label)
+            if self._on_step is not None:
+                self._on_step(label, "executed")
 
     def _log(self, label, how):
         (self.executed if how == "executed" else self.replayed).append(label)
@@ -377,13 +550,15 @@ class Context:
         return self._entries
 
 
+def _describe(exc) -> str:
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
 def _label(name, occurrence):
     return name if occurrence == 1 else f"{name}#{occurrence}"
 
 
-def _call(fn, args, kwargs, timeout, what):
-    if timeout is None:
-        return fn(*args, **kwargs)
+def _call_with_timeout(fn, args, kwargs, timeout, what):
     # A thread cannot be killed: on timeout the call is abandoned, not stopped, and may still
     # finish its side effect later. That is one more reason side effects need idempotency keys.
     box = {}

@@ -2,26 +2,54 @@
 
 An engine holds no run state of its own between calls: everything a run needs to continue
 lives in the store. Any engine on the same store — in this process or a fresh one after a
-crash — can pick a run up where its checkpoints end.
+crash — can pick a run up where its checkpoints end. One engine may also be shared by
+threads (a widget callback and a notebook cell, a lesson's worker threads): calls about one
+run take their turn (see lease.py), and the store keeps each of its writes whole.
+
+Poison runs: when recovering a run is what kills the worker
+-----------------------------------------------------------
+recover() exists to continue runs whose execution was interrupted: the process was killed
+(a deploy, an out-of-memory kill, SIGKILL) or a BaseException such as SystemExit or
+KeyboardInterrupt escaped a step. But if a run's own step is what kills its worker, every
+worker that recovers it dies too, again and again, and the runs queued behind it are never
+reached. Such a run is a *poison run*, and durable_lite sets it aside:
+
+- Every execution counts itself in the run's record before it starts, and an execution
+  that ends — completed, failed, halted, parked, diverged — clears the count. An execution
+  that finds the count set knows the one before it never ended: an *interruption*, logged
+  as an "interrupted" event.
+- Interruptions at the same position in a row are counted (`interruptions` in the record).
+  When they reach `max_interruptions` (default 5), the next execution does not run the
+  workflow: the run becomes DEAD, with the reason in `run.error` and a "dead" event, and
+  recover() goes on with the other runs. An interruption that got further than the last
+  one starts the count again, so a long run interrupted by many deploys is not poison.
+- A dead run waits for a person: read its events (an interruption inside this process
+  names the step and the exception; a killed process cannot say anything), fix the cause,
+  then `engine.resume(run_id)` runs it again with a fresh count.
+
+DBOS has the same safety valve with a different count: `max_recovery_attempts` (default
+100) limits how many times a workflow is started or recovered at all, progress or not;
+past it the workflow's status becomes MAX_RECOVERY_ATTEMPTS_EXCEEDED (DBOS's dead-letter
+queue) until `DBOS.resume_workflow` puts it back. Counting only interruptions at one
+position lets durable_lite's limit be small without ever catching a run that makes progress.
 """
 
+import json
+import math
 import os
-import random
-import secrets
-from typing import List, Optional
 
 from . import jsonvalue
 from .clock import FakeClock, SystemClock, random_ids, sleeper_for
-from .context import Context, Halt, Park
-from .faults import CrashPlan
+from .context import Context, Halt, Park, check_name
 from .errors import (LeaseHeldError, LeaseLostError, NonDeterminismError, RunArgumentsMismatch,
-                     RunFinishedError, UnknownRunError, WorkflowNotRegistered)
-from .lease import HOST, Heartbeat, owner_is_dead
-from .policy import Budget, Usage
-from .run import Run
-from .store.records import (COMPLETED, ERROR, FAILED, HALTED, RUNNING, SLEEPING,
-                            STEP, TIMER, WAITING, Event, RunRecord)
+                     RunFinishedError, StoreWriteError, UnknownRunError, WorkflowNotRegistered)
+from .lease import HOST, Heartbeat, RunTurns, owner_is_dead
+from .store.records import (COMPLETED, DEAD, DIVERGED, ERROR, FAILED, HALTED, RUNNING, SLEEPING,
+                            STEP, TIMER, UNFINISHED, WAITING, Event, RunRecord)
+from .usage import Usage
 from .workflow import Workflow, latest, lookup
+
+DEFAULT_MAX_INTERRUPTIONS = 5
 
 
 class Engine:
@@ -37,10 +65,18 @@ class Engine:
     crash_at: a faults.CrashAt (or a list) to inject a crash; each fires once.
     worker: this engine's name in leases and history (default "host:pid:random"). Two
             engines must never share a name: a lease "already ours" is renewed, not refused.
+    max_interruptions: after this many interruptions in a row at one position, a run is
+            declared dead (see "Poison runs" above). None never declares a run dead.
     """
 
     def __init__(self, store, clock=None, *, ids=None, seed=None, sleep=None,
-                 lease_seconds: float = 30.0, crash_at=None, worker: Optional[str] = None):
+                 lease_seconds: float = 30.0, crash_at=None, worker: str | None = None,
+                 max_interruptions: int | None = DEFAULT_MAX_INTERRUPTIONS):
+        if max_interruptions is not None and (type(max_interruptions) is not int
+                                              or max_interruptions < 1):
+            raise ValueError(f"max_interruptions must be a whole number >= 1, or None for no "
+                             f"limit; got {max_interruptions!r}")
+        import random  # on first use: `import durable_lite` does without it
         self.store = store
         self.clock = clock or SystemClock()
         self.ids = ids or random_ids
@@ -48,10 +84,12 @@ class Engine:
         self.jitter_rng = random.Random(seed)           # retry jitter, apart from ctx.random
         self.sleep = sleep or sleeper_for(self.clock)
         self.lease_seconds = lease_seconds
-        self.worker = worker or f"{HOST}:{os.getpid()}:{secrets.token_hex(3)}"
+        self.worker = worker or f"{HOST}:{os.getpid()}:{os.urandom(3).hex()}"
+        self.max_interruptions = max_interruptions
         self.crash_at = crash_at
         self.on_step = None       # optional hook(label, "executed"|"replayed") for lab widgets
         self._lease_until = {}    # run id -> until when this worker surely holds its lease
+        self._turns = RunTurns()  # which of this engine's threads executes which run
         # Fake time does not pass while a step runs, so only a real clock needs a heartbeat.
         self._heartbeat = None if isinstance(self.clock, FakeClock) else Heartbeat(self)
 
@@ -59,46 +97,70 @@ class Engine:
         return f"Engine({self.store!r})"
 
     # starting and resuming --------------------------------------------------------------
-    def start(self, wf, *args, run_id: Optional[str] = None, budget: Optional[Budget] = None,
-              **kwargs) -> Run:
+    def start(self, wf, *args, run_id: str | None = None, budget=None, **kwargs):
         """Start a run and execute it until it completes, fails, halts or parks.
 
         With a `run_id` that already exists this is "attempt 2": a completed run returns its
-        recorded result; an unfinished or failed one continues from its checkpoints.
+        recorded result; an unfinished or failed one continues from its checkpoints, on the
+        workflow version it started with (the returned run's `note` says so when `wf` is
+        another version).
         """
         wf = wf if isinstance(wf, Workflow) else latest(wf)
-        run_id = run_id or f"{wf.name}-{self.ids()}"
+        if run_id is None:
+            run_id = f"{wf.name}-{self.ids()}"
+        else:
+            _check_run_id(run_id)
         args_json = jsonvalue.encode(list(args), what=f"the arguments of run {run_id!r} include")
         kwargs_json = jsonvalue.encode(kwargs, what=f"the keyword arguments of run {run_id!r} include")
-        existing = self.store.get_run(run_id)
-        if existing is None:
+        budget_json = None if budget is None else jsonvalue.encode(budget.to_json(), what="the budget is")
+        self.store.check_file()
+        with self._turns.take(run_id):
             now = self.clock()
             # The run is created with our lease already on it, so no other worker's
-            # recover() can pick it up between its creation and its first step.
-            record = RunRecord(
-                run_id, wf.name, wf.version, args_json, kwargs_json, RUNNING, now, now,
-                budget_json=None if budget is None else jsonvalue.encode(budget.to_json(), what="the budget is"),
-                lease_owner=self.worker, lease_expires=now + self.lease_seconds)
+            # recover() can pick it up between its creation and its first step; and with
+            # this execution already counted as taken up (see "Poison runs").
+            record = RunRecord(run_id, wf.name, wf.version, args_json, kwargs_json, RUNNING,
+                               now, now, budget_json=budget_json, lease_owner=self.worker,
+                               lease_expires=now + self.lease_seconds, taken_up_at=0)
             try:
-                self.store.create_run(record)
-            except ValueError:             # another process created it a moment ago
+                with self.store.batch():
+                    self.store.create_run(record)
+                    self._event(run_id, "started", detail=f"{wf.name} v{wf.version}")
+            except ValueError:                 # the run id exists: this is "attempt 2"
                 existing = self.store.get_run(run_id)
                 if existing is None:
                     raise
             else:
                 self._lease_until[run_id] = record.lease_expires
-                self._event(run_id, "started", detail=f"{wf.name} v{wf.version}")
-                return self._drive(run_id, must_lease=True)
-        _check_same_run(existing, wf, args_json, kwargs_json)
-        return self._continue(existing, budget)
+                return self._drive(run_id, must_lease=True, created=record)
+            _check_same_run(existing, wf, args_json, kwargs_json)
+            run = self._continue(existing, budget)
+        if existing.version != wf.version:     # pinned: say so, so nobody believes wf ran
+            note = (f"run {run_id!r} was recorded on {wf.name} v{existing.version} and continues "
+                    f"on v{existing.version}: a run finishes on the code it started with. start() "
+                    f"was given v{wf.version}; to run v{wf.version}, start it with a new run id.")
+            self._event(run_id, "pinned", detail=note)
+            from dataclasses import replace
+            run = replace(run, note=note)
+        return run
 
-    def resume(self, run_id: str, budget: Optional[Budget] = None) -> Run:
+    def resume(self, run_id: str, budget=None):
         """Continue a run from its checkpoints, in this process or any other.
 
         A completed run is returned as it is. A halted run stays halted unless a new
         `budget` is given. A parked run re-checks its signal, deadline or wake time.
+        A failed, diverged or dead run is executed again — that is how someone acts on it:
+        - failed: its last failed step gets its attempts again (unless its function ran
+          and only its result could not be recorded: that failure is replayed instead);
+        - diverged: its history and the code disagree at a position (see run.error). Either
+          restore the code the run recorded and resume; or invalidate(run_id, step) from
+          the position where they part, so the new code executes from there; or keep the
+          old code under its version and give the new code a new version, so new runs use it;
+        - dead: fix what kept interrupting it (its events), then resume it with a fresh count.
         """
-        return self._continue(self._record(run_id), budget)
+        self.store.check_file()
+        with self._turns.take(run_id):
+            return self._continue(self._record(run_id), budget)
 
     def _continue(self, record, budget):
         if budget is not None:
@@ -110,40 +172,47 @@ class Engine:
             return self.get(record.run_id)
         return self._drive(record.run_id, must_lease=True)
 
-    def recover(self) -> List[Run]:
+    def recover(self):
         """Resume every unfinished run whose time has come; return what happened to each.
 
         That is: interrupted runs whose worker is gone, waiting runs whose signal arrived or
         whose deadline passed, sleeping runs whose wake time passed. Runs leased by a live
-        worker are left to it, and so are runs whose workflow code this process has not
-        registered (a process that has it will recover them). Failed and halted runs wait
-        for an explicit `resume`.
+        worker (or executed by another thread of this engine) are left to it, and so are
+        runs whose workflow code this process has not registered (a process that has it will
+        recover them). Failed, diverged and dead runs wait for an explicit `resume`, halted
+        runs for a new budget. A run that turns out diverged or dead is reported and skipped.
         """
+        self.store.check_file()
         out = []
-        for record in self.store.list_runs([RUNNING, WAITING, SLEEPING]):
+        for record in self.store.list_runs(UNFINISHED):
             if not self._is_due(record):
                 continue
             try:
                 lookup(record.workflow, record.version, run_id=record.run_id)
             except WorkflowNotRegistered:
                 continue
-            try:
-                run = self._drive(record.run_id, must_lease=False)
-            except LeaseLostError:
-                continue               # another worker took the run over; it is in good hands
-            except NonDeterminismError:
-                continue               # recorded as a "diverged" event; fixed code can resume it
+            with self._turns.take(record.run_id, wait=False) as ours:
+                if not ours:
+                    continue           # another thread of this engine is executing it
+                try:
+                    run = self._drive(record.run_id, must_lease=False)
+                except LeaseLostError:
+                    continue           # another worker took the run over; it is in good hands
+                except NonDeterminismError:
+                    run = self.get(record.run_id)     # now "diverged": left for a person
             if run is not None:
                 out.append(run)
         return out
 
     def _is_due(self, record) -> bool:
+        # A parked run with no wake time (written before deadlines were checked) is due:
+        # executing it again meets the check, instead of stopping recover() for everyone.
         if record.status == WAITING:
-            return (record.wake_at <= self.clock()
+            return (record.wake_at is None or record.wake_at <= self.clock()
                     or self.store.pending_signal(record.run_id, record.waiting_for,
                                                  sent_by=record.wake_at) is not None)
         if record.status == SLEEPING:
-            return record.wake_at <= self.clock()
+            return record.wake_at is None or record.wake_at <= self.clock()
         return record.status == RUNNING
 
     # signals ----------------------------------------------------------------------------
@@ -156,40 +225,43 @@ class Engine:
         which is how a wait says its deadline passed. With no payload the wait gets True.
         The run continues at the next `resume` or `recover` (in any process).
         """
+        check_name("signal", name, run_id)
         if payload is None:
             raise ValueError(f"signal {name!r} to run {run_id!r}: the payload cannot be None, "
                              "because the waiting workflow reads None as 'the deadline passed'. "
                              "Send a value, e.g. {'approved': False}.")
-        record = self._record(run_id)
-        if record.status == COMPLETED:      # failed and halted runs can still be resumed
-            raise RunFinishedError(f"run {run_id!r} is {record.status}; it cannot receive signal {name!r}")
         text = jsonvalue.encode(payload, what=f"the payload of signal {name!r} to run {run_id!r} is")
+        self.store.check_file()
+        record = self._record(run_id)
+        if record.status == COMPLETED:      # a failed, halted... run can still be resumed
+            raise RunFinishedError(f"run {run_id!r} is {record.status}; it cannot receive signal {name!r}")
         self.store.add_signal(run_id, name, text, self.clock())
         self._event(run_id, "signal", name=name, detail=text)
 
     # reading ----------------------------------------------------------------------------
-    def get(self, run_id: str) -> Run:
+    def get(self, run_id: str):
         """The run as the store has it now."""
         record = self._record(run_id)
         return self._snapshot(record, self._usage(self.store.load_entries(run_id), record))
 
     @staticmethod
-    def _snapshot(record, usage, executed=(), replayed=()) -> Run:
+    def _snapshot(record, usage, executed=(), replayed=()):
+        from .run import Run      # on first use (a dataclass: see policy.py on import time)
         return Run(record.run_id, record.workflow, record.version, record.status,
                    jsonvalue.decode(record.result_json), record.error, record.halt_reason,
                    record.waiting_for, record.wake_at, usage.steps, usage.cost,
                    list(executed), list(replayed))
 
-    def runs(self, status: Optional[str] = None) -> List[Run]:
+    def runs(self, status: str | None = None) -> list:
         return [self.get(r.run_id) for r in self.store.list_runs([status] if status else [])]
 
-    def history(self, run_id: str) -> List[dict]:
+    def history(self, run_id: str) -> list:
         """One row per position of the run, in order: enough to draw its timeline.
 
         Columns: position, step (label), kind ("step", "error", "value", "timer", "signal",
-        "woke"), status ("completed"; "failed" for a step that exhausted its attempts;
+        "woke"), status ("completed"; "failed" for a step that failed for good;
         "incomplete" for a step that was attempted but has no checkpoint yet, e.g. its
-        worker crashed), attempts (every attempt at that position over the run's life,
+        worker crashed or SystemExit stopped it), attempts (every attempt at that position over the run's life,
         across resumes), started_at, ended_at, worker, cost, error (the last failed
         attempt's error, if any), errors (all of them), result.
         """
@@ -225,8 +297,9 @@ class Engine:
                          "errors": [e.detail for e in failed], "result": None})
         return rows
 
-    def events(self, run_id: str) -> List[Event]:
-        """The run's event log: starts, resumes, parks, signals, failed attempts, endings."""
+    def events(self, run_id: str) -> list:
+        """The run's event log: starts, resumes, parks, signals, failed attempts,
+        interruptions, endings (and why a run is dead or diverged)."""
         self._record(run_id)
         return self.store.events(run_id)
 
@@ -236,17 +309,22 @@ class Engine:
         from .trace import build_trace
         return build_trace(self.store, run_id, now=self.clock())
 
-    def invalidate(self, run_id: str, step: str) -> List[str]:
+    def invalidate(self, run_id: str, step: str) -> list:
         """Forget the checkpoint of `step` (a label such as "draft" or "search#2"; a failed
         step the workflow caught counts too) and every entry after it, so the next resume
         executes them again. Use it when a memo is stale on purpose (the source data
-        changed). Returns the labels discarded: steps, and waits and sleeps, which wait
-        again from scratch (a signal a wait received is not handed back). What every
-        discarded entry held is kept in the run's event log.
+        changed), or to let new code take over a diverged run from where it parted.
+        Returns the labels discarded: steps, and waits and sleeps, which wait again from
+        scratch (a signal a wait received is not handed back). What every discarded entry
+        held is kept in the run's event log.
 
         Raises LeaseHeldError while another worker executes the run: its next checkpoint
-        would land after the gap this leaves.
+        would land after the gap this leaves. (Another thread of this engine: it waits.)
         """
+        with self._turns.take(run_id):
+            return self._invalidate(run_id, step)
+
+    def _invalidate(self, run_id, step):
         record = self._record(run_id)
         if not self._take_lease(run_id, record):
             raise LeaseHeldError(f"run {run_id!r} is being executed by worker {record.lease_owner}; "
@@ -260,17 +338,18 @@ class Engine:
                 raise KeyError(f"run {run_id!r} has no recorded step {step!r} (it has {labels})")
             # The discarded work was done and paid for: the budget keeps counting it. Recorded
             # before the discard, so a crash in between can only over-count, never forget.
-            doomed = self._usage([e for e in entries if e.position >= match[0].position])
-            self.store.update_run(run_id, owner=self.worker,
-                                  spent_steps=record.spent_steps + doomed.steps,
-                                  spent_cost=record.spent_cost + doomed.cost)
+            spent = self._usage([e for e in entries if e.position >= match[0].position], record)
+            self.store.update_run(run_id, owner=self.worker, spent_steps=spent.steps,
+                                  spent_cost=spent.cost)
             removed = self.store.discard_entries_from(run_id, match[0].position)
             for e in removed:
                 self._event(run_id, "invalidated", position=e.position, name=e.label, detail=e.result_json)
             if record.status != HALTED:       # a halted run stays halted until a new budget
                 # Finished or parked, it has work to do again now: recover() must see it.
+                # (Someone acted on it, so its count of interruptions starts again too.)
                 self.store.update_run(run_id, owner=self.worker, status=RUNNING, result_json=None,
-                                      error=None, waiting_for=None, wake_at=None)
+                                      error=None, waiting_for=None, wake_at=None,
+                                      interruptions=0, taken_up_at=None)
         finally:
             self._lease_until.pop(run_id, None)
             self.store.release_lease(run_id, self.worker)
@@ -287,25 +366,30 @@ class Engine:
     @staticmethod
     def _usage(entries, record=None) -> Usage:
         """Budget counters, derived from the checkpoints (a failed step counts as executed),
-        plus, given the run's record, what checkpoints discarded by invalidate() had used."""
-        steps = [e for e in entries if e.kind in (STEP, ERROR)]
-        usage = Usage(len(steps), sum(e.cost for e in steps))
+        plus, given the run's record, what checkpoints discarded by invalidate() had used.
+        Costs add up exactly (usage.py), as Context adds them live."""
+        costs = [e.cost for e in entries if e.kind == STEP or e.kind == ERROR]
+        steps = len(costs)
         if record is not None:
-            usage.steps += record.spent_steps
-            usage.cost += record.spent_cost
-        return usage
+            steps += record.spent_steps
+            costs.append(record.spent_cost)
+        return Usage(steps, math.fsum(costs))     # the same exact sum Usage keeps
 
     def _event(self, run_id, kind, position=None, name=None, detail=None):
         self.store.add_event(Event(run_id, self.clock(), kind, position, name, self.worker, detail))
 
     @property
     def crash_at(self):
-        return self._crashes.pending
+        return self._crashes.pending if self._crashes else []
 
     @crash_at.setter
     def crash_at(self, crashes):
         """A faults.CrashAt, a list of them, or None. Each fires once."""
-        self._crashes = CrashPlan(crashes)
+        if crashes:
+            from .faults import CrashPlan     # faults loads only when a crash is planned
+            self._crashes = CrashPlan(crashes)
+        else:
+            self._crashes = None
 
     def _fault_point(self, step, occurrence, when):
         if self._crashes:          # nearly always empty: skip the search on the hot path
@@ -321,13 +405,13 @@ class Engine:
             return True
         return False
 
-    def _keep_lease(self, run_id):
+    def _keep_lease(self, run_id, now=None):
         """Before new work: make sure the lease is still ours, renewing it when half used.
 
         The renewal succeeds only while the store still names this worker as the owner, so
         a worker whose lease was taken over (or taken and released) stops here.
         """
-        now = self.clock()
+        now = self.clock() if now is None else now
         if now < self._lease_until.get(run_id, 0) - self.lease_seconds / 2:
             return
         if not self.store.renew_lease(run_id, self.worker, now + self.lease_seconds):
@@ -335,48 +419,62 @@ class Engine:
                                  "worker took the run over")
         self._lease_until[run_id] = now + self.lease_seconds
 
+    def _start_heartbeat(self):
+        """Before an execution's first new work: a step may run long, so the lease must be
+        renewed meanwhile. (Replaying holds the lease for milliseconds: no thread needed.)"""
+        if self._heartbeat is not None:
+            self._heartbeat.ensure_running()
+
     def _renew_leases(self):
         """Heartbeat: extend every lease this worker still holds (called from its thread)."""
         if self._lease_until:
             self.store.renew_leases(self.worker, self.clock() + self.lease_seconds)
 
-    def _drive(self, run_id, must_lease) -> Optional[Run]:
-        record = self._record(run_id)
-        if not self._take_lease(run_id, record):
-            if must_lease:
-                raise LeaseHeldError(f"run {run_id!r} is leased by worker {record.lease_owner} "
-                                     f"until {record.lease_expires}; try again later")
-            return None
-        if self._heartbeat is not None:
-            self._heartbeat.ensure_running()
-        try:
-            record = self._record(run_id)     # re-read: another worker may have moved it on
-            if record.status in (COMPLETED, HALTED):
-                return self.get(run_id) if must_lease else None
-            if not must_lease and not self._is_due(record):
-                return None                   # recover() read a stale list: nothing to do
-            return self._execute(record)
-        finally:
-            self._lease_until.pop(run_id, None)
-            self.store.release_lease(run_id, self.worker)
+    def _drive(self, run_id, must_lease, created=None):
+        """Take the run up under this worker's lease and execute it.
 
-    def _execute(self, record) -> Run:
+        Taking it up is one transaction: the lease, a read of the run and its checkpoints
+        that no other worker can change meanwhile, and the count of this execution (see
+        "Poison runs"). `created`: the record start() has just made, with our lease and
+        the count on it already.
+        """
+        try:
+            if created is not None:
+                record, entries = created, []
+            else:
+                with self.store.batch():
+                    record = self._record(run_id)
+                    if not self._take_lease(run_id, record):
+                        if must_lease:
+                            raise LeaseHeldError(f"run {run_id!r} is leased by worker "
+                                                 f"{record.lease_owner} until "
+                                                 f"{record.lease_expires}; try again later")
+                        return None
+                    if record.status in (COMPLETED, HALTED):
+                        return self.get(run_id) if must_lease else None
+                    if not must_lease and not self._is_due(record):
+                        return None               # recover() read a stale list: nothing to do
+                    lookup(record.workflow, record.version, run_id=run_id)   # before counting
+                    entries, dead = self._take_up(record)
+                    if dead is not None:
+                        return dead               # declared dead instead of executed
+            return self._execute(record, entries)
+        finally:
+            if self._lease_until.pop(run_id, None) is not None:   # not released at its end
+                try:
+                    self.store.release_lease(run_id, self.worker)
+                except Exception:    # noqa: BLE001 - e.g. the store is locked or gone: the
+                    pass             # lease then expires by itself, and the error that
+                                     # matters is the one already on its way to the caller
+
+    def _execute(self, record, entries):
         run_id = record.run_id
         wf = lookup(record.workflow, record.version, run_id=run_id)
-        entries = self.store.load_entries(run_id)
-        if record.status == FAILED and entries and entries[-1].kind == ERROR:
-            # The step whose failure ended the run gets its attempts again.
-            self.store.discard_entries_from(run_id, entries[-1].position)
-            self._event(run_id, "retrying", entries[-1].position, entries[-1].label)
-            entries.pop()
-        budget = Budget.from_json(jsonvalue.decode(record.budget_json))
+        budget = None
+        if record.budget_json is not None:
+            from .policy import Budget
+            budget = Budget.from_json(jsonvalue.decode(record.budget_json))
         ctx = Context(self, record, entries, budget, on_step=self.on_step)
-        if record.status != RUNNING or record.waiting_for is not None:
-            self.store.update_run(run_id, owner=self.worker, status=RUNNING, waiting_for=None,
-                                  wake_at=None, error=None, updated_at=self.clock())
-        if entries:
-            self._event(run_id, "resumed",
-                        detail=f"{len(entries)} {'entry' if len(entries) == 1 else 'entries'} recorded")
         args = jsonvalue.decode(record.args_json)
         kwargs = jsonvalue.decode(record.kwargs_json)
         try:
@@ -388,39 +486,104 @@ class Engine:
             finally:
                 ctx._check_usable()       # a fatal error the workflow caught still ends it
         except Park as park:
-            self.store.update_run(run_id, owner=self.worker, status=park.status,
-                                  waiting_for=park.waiting_for, wake_at=park.wake_at,
-                                  updated_at=self.clock())
-            self._event(run_id, park.status, name=park.waiting_for, detail=str(park.wake_at))
+            self._end(record, park.status, str(park.wake_at), event_name=park.waiting_for,
+                      status=park.status, waiting_for=park.waiting_for, wake_at=park.wake_at)
         except Halt as halt:
-            self.store.update_run(run_id, owner=self.worker, status=HALTED, halt_reason=halt.reason,
-                                  updated_at=self.clock())
-            self._event(run_id, "halted", detail=halt.reason)
+            self._end(record, "halted", halt.reason, status=HALTED, halt_reason=halt.reason)
         except NonDeterminismError as exc:
-            self._event(run_id, "diverged", detail=str(exc))
-            raise     # a bug in the code: the history stays as it is, for fixed code to resume
-        except LeaseLostError:
-            raise     # a lost race: the worker that owns the run now carries on
+            self._diverged(record, exc)
+            raise     # a bug in the code: its history stays as it is, for a person to act on
+        except (LeaseLostError, StoreWriteError):
+            raise     # a lost race, or a store that cannot write: nothing more can be recorded
         except Exception as exc:
             message = f"{type(exc).__name__}: {exc}"
-            self.store.update_run(run_id, owner=self.worker, status=FAILED, error=message,
-                                  updated_at=self.clock())
-            self._event(run_id, "failed", detail=message)
+            self._end(record, "failed", message, status=FAILED, error=message)
         else:
             if ctx.position < ctx.recorded:
                 error = NonDeterminismError(
                     f"run {run_id!r} finished after {ctx.position} entries, but its history "
                     f"records {ctx.recorded}; the workflow code no longer reaches "
                     f"{entries[ctx.position].label!r}")
-                self._event(run_id, "diverged", detail=str(error))
+                self._diverged(record, error)
                 raise error
-            self.store.update_run(run_id, owner=self.worker, status=COMPLETED, result_json=text,
-                                  updated_at=self.clock())
-            self._event(run_id, "completed")
-        # Build the answer from what this execution already holds: no second read of the
-        # run's checkpoints (that would cost as much as the replay itself).
-        final = self._record(run_id)
-        return self._snapshot(final, self._usage(ctx.entries, final), ctx.executed, ctx.replayed)
+            self._end(record, "completed", status=COMPLETED, result_json=text)
+        # Build the answer from what this execution already holds (the record it kept in
+        # step with its writes, the usage it counted over every checkpoint): no second read.
+        usage = ctx.usage if ctx.position >= ctx.recorded else self._usage(ctx.entries, record)
+        return self._snapshot(record, usage, ctx.executed, ctx.replayed)
+
+    def _take_up(self, record):
+        """Load the run's checkpoints and count this execution before it starts (see
+        "Poison runs" above). Returns (checkpoints, None), or (None, the dead run) if the
+        run's interruptions have reached the limit."""
+        run_id = record.run_id
+        entries = self.store.load_entries(run_id)
+        if (record.status == FAILED and entries and entries[-1].kind == ERROR
+                and not _effect_happened(entries[-1])):
+            # The step whose failure ended the run gets its attempts again.
+            self.store.discard_entries_from(run_id, entries[-1].position)
+            self._event(run_id, "retrying", entries[-1].position, entries[-1].label)
+            entries.pop()
+        here = len(entries)
+        interruptions = 0
+        if record.taken_up_at is not None:             # the last execution never ended
+            interruptions = record.interruptions + 1 if here == record.taken_up_at else 1
+            self._event(run_id, "interrupted", position=here,
+                        detail=f"the execution that took the run up at position "
+                               f"{record.taken_up_at} never ended (its process died, or "
+                               f"SystemExit or the like stopped it): {interruptions} in a row "
+                               f"at position {here}")
+            if self.max_interruptions is not None and interruptions >= self.max_interruptions:
+                reason = self._dead_reason(run_id, here, interruptions, entries)
+                self._end(record, "dead", reason, event_position=here, status=DEAD,
+                          error=reason, waiting_for=None, wake_at=None,
+                          interruptions=interruptions)
+                return None, self.get(run_id)
+        changes = {"interruptions": interruptions, "taken_up_at": here}
+        if record.status != RUNNING or record.waiting_for is not None:
+            changes.update(status=RUNNING, waiting_for=None, wake_at=None, error=None,
+                           updated_at=self.clock())
+        self._update(record, **changes)
+        if entries:
+            self._event(run_id, "resumed",
+                        detail=f"{here} {'entry' if here == 1 else 'entries'} recorded")
+        return entries, None
+
+    def _dead_reason(self, run_id, here, interruptions, entries):
+        where = f"after {entries[-1].label!r}" if entries else "before its first entry"
+        notes = [e for e in self.store.events(run_id)
+                 if e.kind == "attempt_failed" and e.position == here
+                 and e.detail.endswith("(the execution stopped here)")]
+        last = ""
+        if notes:
+            cause = notes[-1].detail.split(": ", 1)[-1].replace(" (the execution stopped here)", "")
+            last = f" The last one stopped in step {notes[-1].name!r}: {cause}."
+        return (f"dead: its executions were interrupted {interruptions} times in a row at "
+                f"position {here} ({where}) without recording anything new, so recover() no "
+                f"longer retries it.{last} Find the cause in engine.events({run_id!r}), fix it, "
+                f"then engine.resume({run_id!r}) runs it again.")
+
+    def _diverged(self, record, exc):
+        self._end(record, "diverged", str(exc), status=DIVERGED, error=str(exc))
+
+    def _end(self, record, event, detail=None, *, event_name=None, event_position=None, **fields):
+        """Record how this execution ended: the run's new state and the event that says
+        so, in one write that also lets go of the run's lease. It did end, so nothing is
+        left in flight."""
+        fields.setdefault("interruptions", 0)
+        with self.store.batch():
+            self._update(record, taken_up_at=None, updated_at=self.clock(), lease_owner=None,
+                         lease_expires=None, **fields)
+            self._event(record.run_id, event, position=event_position, name=event_name,
+                        detail=detail)
+        self._lease_until.pop(record.run_id, None)
+
+    def _update(self, record, **fields):
+        """Change the run in the store (fenced: only while we hold its lease), and `record`
+        with it, so the run this execution returns needs no second read."""
+        self.store.update_run(record.run_id, owner=self.worker, **fields)
+        for name, value in fields.items():
+            setattr(record, name, value)
 
 
 def _earliest(*times):
@@ -428,12 +591,35 @@ def _earliest(*times):
     return min(known) if known else None
 
 
+def _effect_happened(entry) -> bool:
+    """A recorded failure whose step function did run: its result could not be recorded."""
+    return bool(jsonvalue.decode(entry.result_json).get("effect_happened"))
+
+
+def _check_run_id(run_id):
+    if not isinstance(run_id, str) or not run_id:
+        raise TypeError(f"a run id must be a non-empty string (or None for a generated one), "
+                        f"not {run_id!r}")
+    try:
+        run_id.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"the run id {run_id!r} is not text a store can keep (it holds a "
+                         "lone surrogate)") from None
+
+
+def _same_json(a: str, b: str) -> bool:
+    """The same JSON values, whatever the order of keys in an object. (Comparing the Python
+    values would not do: True == 1 == 1.0, but they are three different arguments.)"""
+    return (json.dumps(json.loads(a), sort_keys=True, separators=(",", ":"))
+            == json.dumps(json.loads(b), sort_keys=True, separators=(",", ":")))
+
+
 def _check_same_run(existing, wf, args_json, kwargs_json):
     """`start` with an existing run id must describe the same run (argument order in a
-    dict does not matter; values do)."""
+    dict does not matter; values, as JSON, do)."""
     same = (existing.workflow == wf.name
-            and jsonvalue.decode(existing.args_json) == jsonvalue.decode(args_json)
-            and jsonvalue.decode(existing.kwargs_json) == jsonvalue.decode(kwargs_json))
+            and _same_json(existing.args_json, args_json)
+            and _same_json(existing.kwargs_json, kwargs_json))
     if not same:
         raise RunArgumentsMismatch(
             f"run {existing.run_id!r} already exists as {existing.workflow}{existing.args_json} "

@@ -58,3 +58,13 @@ class Crash(BaseException):
     A BaseException (like KeyboardInterrupt) so that `except Exception` in workflow or step
     code cannot swallow it: a real crash cannot be caught either.
     """
+
+
+class StoreWriteError(DurableError):
+    """A write the run needed (a checkpoint) failed in the store. The execution stops there,
+    whatever the workflow catches; the run stays resumable once the store works again."""
+
+
+class ContextCallError(DurableError):
+    """A ctx method was called from somewhere other than the workflow function itself:
+    inside a step's function, or from another thread."""

@@ -17,21 +17,36 @@ Four rules make "never execute the same step twice" hold between live workers:
    owner is still this worker. A worker that was frozen past its lease (a paused VM, a
    stopped process) and wakes up cannot overwrite the history of the worker that took over.
 
+5. Turns: the threads of one process sharing one Engine are one worker, and a lease that
+   is "already ours" does not keep them apart. So the engine also notes which of its
+   threads is executing which run (`RunTurns`): a second thread waits for its turn, or,
+   in recover(), leaves that run to the thread that has it.
+
 What leases cannot prevent: a worker killed after a step's side effect but before its
 checkpoint. The next worker runs that step again. That window is closed by idempotency
 keys, not by the engine.
 """
 
+import contextlib
 import os
-import socket
 import threading
 import weakref
-from typing import Optional
 
-HOST = socket.gethostname()
+from .errors import LeaseHeldError
 
 
-def owner_is_dead(owner: Optional[str]) -> bool:
+def _host_name() -> str:
+    try:
+        return os.uname().nodename      # what socket.gethostname() answers, without socket
+    except AttributeError:              # Windows has no os.uname
+        import socket
+        return socket.gethostname()
+
+
+HOST = _host_name()
+
+
+def owner_is_dead(owner: str | None) -> bool:
     """A lease owner on this host whose process no longer exists can be taken over at once.
 
     Worker names are "host:pid:random". Owners on other hosts (or in this very process)
@@ -88,3 +103,44 @@ class Heartbeat:
             except Exception:               # a closed store, a busy file: try at the next beat;
                 pass                        # fencing keeps the history safe meanwhile
             del engine
+
+
+class RunTurns:
+    """Which thread of this engine is executing which run, so two never execute one run.
+
+    `take(run_id)` is a context manager. It waits while another thread executes the run
+    (start, resume and invalidate wait their turn), or with `wait=False` answers False at
+    once (recover() leaves the run to the thread that has it). A thread asking for a run it
+    is executing already — a step resuming its own run — gets LeaseHeldError rather than
+    waiting for itself forever.
+    """
+
+    def __init__(self):
+        self._changed = threading.Condition()
+        self._holders = {}              # run id -> ident of the thread executing it
+
+    @contextlib.contextmanager
+    def take(self, run_id, wait: bool = True):
+        if not self._acquire(run_id, wait):
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            with self._changed:
+                del self._holders[run_id]
+                self._changed.notify_all()
+
+    def _acquire(self, run_id, wait) -> bool:
+        me = threading.get_ident()
+        with self._changed:
+            while run_id in self._holders:
+                if not wait:
+                    return False
+                if self._holders[run_id] == me:
+                    raise LeaseHeldError(
+                        f"run {run_id!r} is being executed by this thread already: a step "
+                        "cannot start, resume or invalidate its own run")
+                self._changed.wait()
+            self._holders[run_id] = me
+            return True

@@ -1,7 +1,10 @@
 """Per-step options (retries, backoff, timeout, cost) and per-run budgets.
 
 These are plain data. The engine applies them; the store persists what must survive a crash
-(a run's budget and everything counted against it).
+(a run's budget and everything counted against it, see usage.py).
+
+`import durable_lite` does not load this module (nor the dataclasses module it uses): it
+loads the first time a Step, Retry or Budget is needed.
 """
 
 import random as _random
@@ -80,23 +83,3 @@ class Budget:
     @classmethod
     def from_json(cls, data):
         return cls(**data) if data else None
-
-
-@dataclass
-class Usage:
-    """What a run has consumed so far. Derived from its recorded steps, never reset."""
-
-    steps: int = 0
-    cost: float = 0.0
-
-    def exceeded(self, budget: Optional[Budget], started_at: float, now: float) -> Optional[str]:
-        """The reason the run must stop before its next step, or None."""
-        if budget is None:
-            return None
-        if budget.max_steps is not None and self.steps >= budget.max_steps:
-            return f"max_steps={budget.max_steps} reached ({self.steps} steps executed)"
-        if budget.max_cost is not None and self.cost >= budget.max_cost:
-            return f"max_cost={budget.max_cost} reached (cost so far {self.cost:.4f})"
-        if budget.deadline is not None and now - started_at >= budget.deadline:
-            return f"deadline={budget.deadline}s passed ({now - started_at:.0f}s since start)"
-        return None

@@ -1,7 +1,9 @@
 """`Run`: what the engine hands back — a snapshot of one run, read from the store."""
 
 from dataclasses import dataclass, field
-from typing import Any, List, Optional
+from typing import Any
+
+from .store.records import COMPLETED, FINISHED
 
 
 @dataclass(frozen=True)
@@ -11,24 +13,28 @@ class Run:
     version: int
     status: str
     result: Any = None
-    error: Optional[str] = None
-    halt_reason: Optional[str] = None
-    waiting_for: Optional[str] = None
-    wake_at: Optional[float] = None
+    error: str | None = None       # why it failed, diverged or is dead
+    halt_reason: str | None = None
+    waiting_for: str | None = None
+    wake_at: float | None = None
     steps: int = 0                 # steps executed over the run's whole life (all resumes)
-    cost: float = 0.0              # cost counted over the run's whole life
-    executed: List[str] = field(default_factory=list)   # steps run by THIS call
-    replayed: List[str] = field(default_factory=list)   # steps answered from checkpoints
+    cost: float = 0.0              # cost counted over the run's whole life (exactly: usage.py)
+    executed: list = field(default_factory=list)   # steps run by THIS call
+    replayed: list = field(default_factory=list)   # steps answered from checkpoints
+    note: str | None = None        # something this call's caller should know (e.g. the run
+                                   # continued on the version it started with, not the one given)
 
     @property
     def done(self) -> bool:
-        return self.status in ("completed", "failed", "halted")
+        """Nothing more happens to the run until someone acts (completed, failed, halted,
+        diverged or dead)."""
+        return self.status in FINISHED
 
     def __repr__(self):
         parts = [f"run_id={self.run_id!r}", f"status={self.status!r}"]
-        if self.status == "completed":
+        if self.status == COMPLETED:
             parts.append(f"result={self.result!r}")
-        for name in ("error", "halt_reason", "waiting_for"):
+        for name in ("error", "halt_reason", "waiting_for", "note"):
             if getattr(self, name) is not None:
                 parts.append(f"{name}={getattr(self, name)!r}")
         return f"Run({', '.join(parts)})"

@@ -6,17 +6,16 @@ replaces its registration, so editing a lesson never trips over a stale definiti
 """
 
 import functools
-from typing import Callable, Dict, Tuple
 
 from .errors import WorkflowNotRegistered
 
-_registry: Dict[Tuple[str, int], "Workflow"] = {}
+_registry = {}     # (name, version) -> Workflow
 
 
 class Workflow:
     """A registered workflow function: `fn(ctx, *args, **kwargs)`."""
 
-    def __init__(self, name: str, version: int, fn: Callable):
+    def __init__(self, name: str, version: int, fn):
         self.name, self.version, self.fn = name, version, fn
         functools.update_wrapper(self, fn)
 
@@ -31,6 +30,11 @@ def workflow(name: str, version: int = 1):
     """Decorator: `@workflow("refund", version=1)` registers `fn` under that name and version."""
     if not isinstance(name, str) or not name:
         raise ValueError("a workflow needs a non-empty string name")
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"the workflow name {name!r} is not text a store can keep (it holds "
+                         "a lone surrogate)") from None
     if not isinstance(version, int) or version < 1:
         raise ValueError(f"workflow {name!r}: version must be a positive integer, got {version!r}")
 

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "benchmarks" / "step_overhead.py"
 
 WRITE_KEYS = {"plain", "sqlite_normal", "sqlite_full", "dl_memory", "dl_process", "dl_power"}
-REPLAY_KEYS = {"sqlite_select", "dl_load", "dl_resume"}
+REPLAY_KEYS = {"sqlite_select", "sqlite_select_json", "dl_load", "dl_resume"}
 
 
 @pytest.fixture(scope="module")

@@ -305,16 +305,19 @@ def test_two_engines_starting_one_run_id_in_turn_execute_each_step_once(eng):
 
 @pytest.mark.parametrize("cost", [lambda r: r["usd"], lambda r: None, float("nan"), float("inf"), -1.0],
                          ids=["raises", "none", "nan", "inf", "negative"])
-def test_a_cost_that_is_not_a_finite_non_negative_number_fails_the_run_naming_the_step(eng, cost):
+def test_a_cost_that_is_not_a_finite_non_negative_number_is_a_recorded_step_failure(eng, cost):
+    """The model was called (and paid) already: the step's failure is recorded in place of
+    its result, so the workflow may handle it, and a replay meets the same failure."""
     @dl.workflow("edge-bad-cost")
     def wf(ctx):
         try:
             ctx.step(dl.Step("llm", cost=cost), lambda: {"text": "hi"})
-        except Exception:
-            pass                       # the workflow cannot carry on past it
-        return ctx.step("after", lambda: "went on")
+        except dl.StepFailed as failed:
+            return failed.error
+        return "counted"
 
     run = eng.start(wf, run_id="bc")
-    assert run.status == "failed"
-    assert "step 'llm' of run 'bc'" in run.error and "cost" in run.error
-    assert eng.store.load_entries("bc") == [] and run.cost == 0
+    assert run.status == "completed"
+    assert "step 'llm' of run 'bc'" in run.result and "cost" in run.result
+    assert [e.kind for e in eng.store.load_entries("bc")] == ["error"] and run.cost == 0
+    assert again(eng).resume("bc").result == run.result

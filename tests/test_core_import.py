@@ -39,3 +39,24 @@ def test_the_lazy_submodules_load_on_first_use():
              "assert 'subprocess' not in sys.modules\n"
              "dl.faults.CrashAt('x')\n")
     subprocess.run([sys.executable, "-c", probe], check=True)
+
+
+def test_import_alone_leaves_the_slow_standard_modules_for_first_use():
+    """What made `import durable_lite` slow (measured with -X importtime): dataclasses (and
+    the inspect module it loads), typing, hashlib (OpenSSL), socket, random, and faults.
+    Each now loads when something needs it: Run/Step/Retry/Budget, a key, an Engine."""
+    probe = ("import json, sys\n"
+             "before = set(sys.modules)\n"
+             "import durable_lite\n"
+             "print(json.dumps(sorted(set(sys.modules) - before)))\n")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    loaded = set(json.loads(out.stdout))
+    slow = {"dataclasses", "inspect", "typing", "hashlib", "socket", "random", "secrets",
+            "durable_lite.faults", "durable_lite.policy", "durable_lite.run"}
+    assert loaded & slow == set(), sorted(loaded & slow)
+
+
+def test_the_crash_points_context_names_are_the_ones_faults_defines():
+    """context.py names the crash points itself, so that it need not import faults."""
+    from durable_lite import context, faults
+    assert (context.BEFORE_STEP, context.AFTER_EFFECT, context.AFTER_CHECKPOINT) == faults.CRASH_POINTS

@@ -99,24 +99,28 @@ def test_a_step_returning_non_json_fails_naming_the_step_and_the_type(engine):
     assert run.status == "failed"
     assert "StepResultNotJSON" in run.error and "'tags'" in run.error and "set" in run.error
     assert "'nj'" in run.error
-    assert [e.label for e in engine.store.load_entries("nj")] == ["fine"]   # nothing recorded
+    # the step ran, so its failure is recorded in place of a result (test_core_recording.py)
+    assert [(e.label, e.kind) for e in engine.store.load_entries("nj")] == [("fine", "step"),
+                                                                         ("tags", "error")]
 
 
-def test_a_non_json_error_caught_by_the_workflow_still_fails_the_run(engine):
+def test_a_non_json_result_caught_by_the_workflow_is_a_recorded_step_failure(engine):
     calls = Calls()
 
     @dl.workflow("core-not-json-caught")
     def caught(ctx):
         try:
             ctx.step("obj", lambda: object())
-        except Exception:
+        except dl.StepFailed:
             pass
-        ctx.step("after", calls, "after")                # must not run at position 1
+        ctx.step("after", calls, "after")                # at position 1: "obj" holds position 0
         return "done"
 
     run = engine.start(caught, run_id="njc")
-    assert run.status == "failed" and "'obj'" in run.error and "object" in run.error
-    assert calls["after"] == 0 and engine.store.load_entries("njc") == []
+    assert run.status == "completed" and calls["after"] == 1
+    assert [(e.label, e.kind) for e in engine.store.load_entries("njc")] == [("obj", "error"),
+                                                                          ("after", "step")]
+    assert "object" in engine.history("njc")[0]["error"]
 
 
 def test_results_come_back_as_json_would_give_them_even_the_first_time(engine):
@@ -265,8 +269,9 @@ def test_a_diverged_run_is_logged_and_recover_still_resumes_the_others(engine, c
 
     recovered = {run.run_id: run.status for run in engine.recover()}
 
-    assert recovered == {"b-good": "completed"}
-    assert engine.get("a-bad").status == "running"          # left for fixed code to resume
+    assert recovered == {"a-bad": "diverged", "b-good": "completed"}
+    assert engine.get("a-bad").status == "diverged"         # left for fixed code to resume
+    assert engine.recover() == []
     diverged = [e for e in engine.events("a-bad") if e.kind == "diverged"]
     assert len(diverged) == 1 and "'lookup'" in diverged[0].detail
     name["first"] = "search"          # the fix is deployed

@@ -4,7 +4,9 @@ Also what MemoryStore is for: everything is gone with the process.
 """
 
 import hashlib
+import shutil
 import sqlite3
+import tempfile
 
 from core_support import *  # noqa: F401,F403
 
@@ -150,8 +152,186 @@ def test_a_file_written_by_schema_2_is_migrated_and_keeps_its_leases_and_events(
         "SELECT value FROM durable_lite_meta WHERE key='schema_version'").fetchone()[0]) == 2
 
     store = stores(path)
-    assert store.schema_version() == SCHEMA_VERSION == 3
+    assert store.schema_version() == SCHEMA_VERSION
     record = store.get_run("v2-1")
     assert (record.lease_owner, record.lease_expires) == ("old-worker", 99.0)
     assert (record.spent_steps, record.spent_cost) == (0, 0.0)
     assert [e.kind for e in store.events("v2-1")] == ["started"]
+
+
+def test_a_file_written_by_schema_3_is_migrated_and_its_runs_start_with_no_interruptions(tmp_path, stores, clock):
+    path = str(tmp_path / "v3.db")
+    db = sqlite3.connect(path)
+    db.executescript(SCHEMA_1 + MIGRATIONS[2] + MIGRATIONS[3])     # exactly what schema 3 created
+    db.execute("INSERT INTO runs VALUES ('v3-1', 'core-v3', 1, '[]', '{}', 'running', 1.0, 2.0, "
+               "NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 2, 0.25)")
+    db.execute("INSERT INTO entries VALUES ('v3-1', 0, 'step', 'a', 1, '1', 1, 1.0, 1.0, 'w', 0.5)")
+    db.commit()
+    db.close()
+    assert int(sqlite3.connect(path).execute(
+        "SELECT value FROM durable_lite_meta WHERE key='schema_version'").fetchone()[0]) == 3
+
+    store = stores(path)
+    assert store.schema_version() == SCHEMA_VERSION == 4
+    record = store.get_run("v3-1")
+    assert (record.spent_steps, record.spent_cost) == (2, 0.25)     # schema 3's data kept
+    assert (record.interruptions, record.taken_up_at) == (0, None)   # schema 4 columns
+
+    @dl.workflow("core-v3")
+    def v3(ctx):
+        return [ctx.step("a", lambda: 0), ctx.step("b", lambda: 2)]
+
+    run = dl.Engine(store, clock).resume("v3-1")
+    assert run.status == "completed" and run.result == [1, 2] and run.steps == 4
+    assert run.cost == 0.75
+
+
+# a damaged or unreachable store file: refused with the file named and what to do -----------
+
+def write_store(path, *statements):
+    """A durable_lite store file, then statements run on it by hand (as a damaged file)."""
+    dl.SQLiteStore(path).close()
+    db = sqlite3.connect(path)
+    for sql in statements:
+        db.execute(sql)
+    db.commit()
+    db.close()
+
+
+@pytest.mark.parametrize("sql, words", [
+    ("DELETE FROM durable_lite_meta WHERE key = 'schema_version'", ("schema_version", "missing")),
+    ("UPDATE durable_lite_meta SET value = 'three' WHERE key = 'schema_version'", ("'three'", "number")),
+    ("UPDATE durable_lite_meta SET value = '-1' WHERE key = 'schema_version'", ("'-1'", "number")),
+], ids=["missing", "text", "negative"])
+def test_a_store_whose_schema_version_is_missing_or_not_a_number_is_refused_untouched(tmp_path, sql, words):
+    path = str(tmp_path / "damaged.db")
+    write_store(path, sql)
+    error = assert_refused_untouched(path, *words)
+    assert "backup" in str(error)
+
+
+def test_a_store_in_a_folder_that_does_not_exist_is_refused_naming_the_folder(tmp_path):
+    path = str(tmp_path / "no-such-folder" / "runs.db")
+    with pytest.raises(StoreFileError) as err:
+        dl.SQLiteStore(path)
+    message = str(err.value)
+    assert path in message and "does not exist" in message and "makedirs" in message
+    assert not os.path.exists(os.path.dirname(path))
+
+
+@pytest.fixture
+def shared_folder():
+    """A folder another user can reach (pytest's own tmp folders are private to root)."""
+    folder = tempfile.mkdtemp(prefix="dl-readonly-")
+    os.chmod(folder, 0o777)
+    yield folder
+    os.chmod(folder, 0o777)
+    shutil.rmtree(folder)
+
+
+def open_as_another_user(path):
+    """Open a store at `path` without root's right to write anywhere; return what happened.
+
+    Run as root (a container), the store is opened in a forked child that has become the
+    user `nobody`; run as anyone else, it is opened here. Either way the answer is a line:
+    "opened" or "<error type>: <message>".
+    """
+    def attempt():
+        try:
+            dl.SQLiteStore(path).close()
+            return "opened"
+        except Exception as exc:                      # noqa: BLE001 - reported to the test
+            return f"{type(exc).__name__}: {exc}"
+
+    if os.geteuid() != 0:
+        return attempt()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:                                      # the child: drop root, try, report, exit
+        try:
+            os.close(read)
+            os.setgid(65534)
+            os.setuid(65534)
+            os.write(write, attempt().encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        answer = pipe.read()
+    os.waitpid(pid, 0)
+    return answer
+
+
+def test_a_read_only_store_file_is_refused_untouched_naming_the_file(shared_folder):
+    path = os.path.join(shared_folder, "runs.db")
+    write_store(path)
+    os.chmod(path, 0o444)
+    before, listing = digest(path), files_in(shared_folder)
+    answer = open_as_another_user(path)
+    assert answer.startswith("StoreFileError") and path in answer, answer
+    assert "read-only" in answer and "chmod" in answer
+    assert digest(path) == before and files_in(shared_folder) == listing
+
+
+def test_a_store_in_a_read_only_folder_is_refused_naming_the_folder(shared_folder):
+    existing = os.path.join(shared_folder, "runs.db")
+    write_store(existing)
+    os.chmod(existing, 0o666)
+    before = digest(existing)
+    os.chmod(shared_folder, 0o555)
+    for path in (existing, os.path.join(shared_folder, "new.db")):
+        answer = open_as_another_user(path)
+        assert answer.startswith("StoreFileError") and shared_folder in answer, answer
+        assert "read-only" in answer and "-wal" in answer
+    assert digest(existing) == before and files_in(shared_folder) == ["runs.db"]
+
+
+# a store file deleted or replaced under an engine ------------------------------------------
+
+@dl.workflow("core-file-gone")
+def file_gone(ctx):
+    ctx.step("a", lambda: 1)
+    return ctx.wait_for_signal("go", timeout=60)
+
+
+def remove_store_file(path):
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(path + suffix):
+            os.remove(path + suffix)
+
+
+@pytest.mark.parametrize("how", ["deleted", "replaced"])
+def test_an_engine_whose_store_file_is_deleted_or_replaced_stops_naming_the_file(store_path, stores, clock, how):
+    engine = dl.Engine(stores(store_path), clock)
+    assert engine.start(file_gone, run_id="a").status == "waiting"
+    remove_store_file(store_path)
+    if how == "replaced":
+        stores(store_path)                    # someone opened a new, empty store at the path
+    calls = {"start": lambda: engine.start(file_gone, run_id="b"),
+             "resume": lambda: engine.resume("a"),
+             "recover": engine.recover,
+             "signal": lambda: engine.signal("a", "go", 1)}
+    for name, call in calls.items():
+        with pytest.raises(StoreFileError) as err:
+            call()
+        message = str(err.value)
+        assert store_path in message and how in message, (name, message)
+    assert os.path.exists(store_path) == (how == "replaced")
+    if how == "replaced":
+        assert dl.SQLiteStore(store_path).list_runs() == []      # nothing went into it either
+
+
+def test_a_batch_commits_its_writes_together_or_not_at_all(any_store, clock):
+    from durable_lite.store.records import Event, RunRecord
+    with pytest.raises(RuntimeError):
+        with any_store.batch():
+            any_store.create_run(RunRecord("b", "wf", 1, "[]", "{}", "running", clock(), clock()))
+            any_store.add_event(Event("b", clock(), "started"))
+            raise RuntimeError("the process stops here")
+    if any_store.name == "sqlite":              # memory keeps nothing across a crash anyway
+        assert any_store.get_run("b") is None and any_store.events("b") == []
+    with any_store.batch():
+        with any_store.batch():                 # an inner batch joins the outer one
+            any_store.create_run(RunRecord("c", "wf", 1, "[]", "{}", "running", clock(), clock()))
+        any_store.add_event(Event("c", clock(), "started"))
+    assert any_store.get_run("c").status == "running" and len(any_store.events("c")) == 1

@@ -78,3 +78,20 @@ def test_workflow_names_and_versions_are_validated():
         dl.workflow("")
     with pytest.raises(ValueError, match="version"):
         dl.workflow("core-bad-version", version=0)
+
+
+def test_starting_new_code_on_a_run_recorded_on_v1_continues_on_v1_and_says_so(engine):
+    v1 = define_v1()
+    assert engine.start(v1, "ana", run_id="pinned").status == "waiting"
+    v2 = define_v2()
+    engine.signal("pinned", "verified", True)
+    run = engine.start(v2, "ana", run_id="pinned")
+    assert run.status == "completed" and run.version == 1
+    assert run.result == {"user": "ana", "code": "v1"}               # v2's code did not run
+    assert "v1" in run.note and "v2" in run.note and "new run id" in run.note
+    assert "note=" in repr(run)
+    (event,) = [e for e in engine.events("pinned") if e.kind == "pinned"]
+    assert event.detail == run.note
+    assert engine.start(v2, "ana", run_id="pinned").note is not None  # every time it happens
+    assert engine.start(v1, "ana", run_id="pinned").note is None      # the recorded version: nothing to say
+    assert engine.start("core-onboard", "ana", run_id="pinned").note is not None   # the name means v2

@@ -6,7 +6,7 @@ that is not a durable_lite database at all, is refused untouched.
 """
 
 APP = "durable_lite"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 # Schema 1: runs, checkpoints and signals. Kept verbatim so the migration can be tested
 # on a file that schema 1 really wrote.
@@ -80,5 +80,13 @@ UPDATE durable_lite_meta SET value = '2' WHERE key = 'schema_version';
 ALTER TABLE runs ADD COLUMN spent_steps INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE runs ADD COLUMN spent_cost REAL NOT NULL DEFAULT 0;
 UPDATE durable_lite_meta SET value = '3' WHERE key = 'schema_version';
+""",
+    # Schema 4 counts the executions of a run that were interrupted (killed, or stopped by
+    # SystemExit and the like) at one position, so a poison run can be set aside as dead
+    # instead of killing every worker that recovers it (see engine.py).
+    4: """
+ALTER TABLE runs ADD COLUMN interruptions INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN taken_up_at INTEGER;
+UPDATE durable_lite_meta SET value = '4' WHERE key = 'schema_version';
 """,
 }

@@ -6,12 +6,15 @@
   being killed at any instant. `durability="power"` uses synchronous=FULL: it also survives
   the machine losing power, at the price of an fsync per checkpoint (see benchmarks/).
 - Values are JSON text. Opening a store never unpickles or evaluates anything.
+- One connection per store object, shared by the threads that use it: a lock makes them
+  take turns, so no thread's statement lands inside another thread's transaction.
 """
 
+import contextlib
 import os
 import sqlite3
+import threading
 import time
-from typing import Optional
 
 from ..errors import LeaseLostError, StoreFileError, UnknownRunError
 from .base import Store
@@ -22,11 +25,19 @@ _SYNC = {"process": "NORMAL", "power": "FULL"}
 
 _RUN_COLUMNS = ("run_id", "workflow", "version", "args", "kwargs", "status", "created_at",
                 "updated_at", "result", "error", "budget", "halt_reason", "waiting_for",
-                "wake_at", "lease_owner", "lease_expires", "spent_steps", "spent_cost")
+                "wake_at", "lease_owner", "lease_expires", "spent_steps", "spent_cost",
+                "interruptions", "taken_up_at")
+_SELECT_RUN = f"SELECT {', '.join(_RUN_COLUMNS)} FROM runs"
 # RunRecord field name -> column name, where they differ.
 _FIELD_TO_COLUMN = {"args_json": "args", "kwargs_json": "kwargs", "result_json": "result",
                     "budget_json": "budget"}
 _ENTRY_COLUMNS = "position, kind, name, occurrence, result, attempts, started_at, ended_at, worker, cost"
+_SELECT_ENTRIES = f"SELECT {_ENTRY_COLUMNS} FROM entries WHERE run_id = ? ORDER BY position"
+# One checkpoint, fenced: inserted only while the entry's worker holds the run's lease. The
+# parameters are the run id, the entry's fields (the table's columns, in order), then the
+# run id and the worker again for the fence.
+_INSERT_ENTRY = ("INSERT INTO entries SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? "
+                 "WHERE EXISTS (SELECT 1 FROM runs WHERE run_id = ? AND lease_owner = ?)")
 
 
 class SQLiteStore(Store):
@@ -37,20 +48,49 @@ class SQLiteStore(Store):
             raise ValueError(f"durability must be 'process' or 'power', not {durability!r}")
         self.path = os.fspath(path)
         self.durability = durability
+        self._lock = threading.RLock()
+        self._check_can_write()
         self._check_is_ours_before_writing()
-        # isolation_level=None: we issue BEGIN/COMMIT ourselves, so a single INSERT is
-        # exactly one committed transaction and nothing is left open between calls.
-        self._db = sqlite3.connect(self.path, timeout=timeout, isolation_level=None,
-                                   check_same_thread=False)
-        self._db.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
-        enable_wal(self._db)
-        self._db.execute(f"PRAGMA synchronous = {_SYNC[durability]}")
-        self._migrate()
+        try:
+            # isolation_level=None: we issue BEGIN/COMMIT ourselves, so a single INSERT is
+            # exactly one committed transaction and nothing is left open between calls.
+            self._db = sqlite3.connect(self.path, timeout=timeout, isolation_level=None,
+                                       check_same_thread=False)
+            self._db.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+            enable_wal(self._db)
+            self._db.execute(f"PRAGMA synchronous = {_SYNC[durability]}")
+            self._migrate()
+        except sqlite3.OperationalError as exc:
+            raise StoreFileError(f"cannot open {self.path} as a store ({exc}); check that the "
+                                 "file and its folder exist and are writable") from None
+        self._identity = _identity(self.path)
 
     def __repr__(self):
         return f"SQLiteStore({os.path.basename(self.path)!r})"
 
     # opening ----------------------------------------------------------------------------
+    def _check_can_write(self):
+        """Refuse, before touching anything, a store this process could not write to.
+
+        A store commits every checkpoint into its file and, in WAL mode, keeps two more
+        files beside it (-wal and -shm), so the folder must be writable too.
+        """
+        folder = os.path.dirname(os.path.abspath(self.path))
+        if not os.path.isdir(folder):
+            raise StoreFileError(
+                f"cannot open {self.path}: the folder {folder} does not exist. Create it first "
+                f"(os.makedirs({folder!r}, exist_ok=True)) or choose another path.")
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise StoreFileError(
+                f"cannot open {self.path}: its folder {folder} is read-only, and SQLite must "
+                "create the store's -wal and -shm files beside it. Make the folder writable, or "
+                "copy the store into one that is; nothing was changed.")
+        if os.path.exists(self.path) and not os.access(self.path, os.W_OK):
+            raise StoreFileError(
+                f"cannot open {self.path}: the file is read-only, and a store writes every "
+                f"checkpoint into it. Make it writable (chmod u+w {self.path}) or copy it "
+                "somewhere writable; the file was left untouched.")
+
     def _check_is_ours_before_writing(self):
         """Refuse a file we did not write, before SQLite or a migration touches it."""
         if not os.path.exists(self.path) or os.path.getsize(self.path) == 0:
@@ -74,7 +114,7 @@ class SQLiteStore(Store):
             probe.close()
         if meta.get("app") != APP:
             raise StoreFileError(f"{self.path} has a durable_lite_meta table but app={meta.get('app')!r}")
-        version = int(meta.get("schema_version", 0))
+        version = _schema_version(meta.get("schema_version"), self.path)
         if version > SCHEMA_VERSION:
             raise StoreFileError(
                 f"{self.path} was written by a newer durable_lite (schema {version}; this one "
@@ -87,8 +127,8 @@ class SQLiteStore(Store):
             tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
             version = 0
             if "durable_lite_meta" in tables:
-                version = int(db.execute(
-                    "SELECT value FROM durable_lite_meta WHERE key='schema_version'").fetchone()[0])
+                row = db.execute("SELECT value FROM durable_lite_meta WHERE key='schema_version'").fetchone()
+                version = _schema_version(row and row[0], self.path)
             if version == 0:
                 for statement in SCHEMA_1.split(";"):
                     if statement.strip():
@@ -104,24 +144,62 @@ class SQLiteStore(Store):
             raise
 
     def schema_version(self) -> int:
-        row = self._db.execute("SELECT value FROM durable_lite_meta WHERE key='schema_version'").fetchone()
+        with self._lock:
+            row = self._db.execute("SELECT value FROM durable_lite_meta WHERE key='schema_version'").fetchone()
         return int(row[0])
 
+    @contextlib.contextmanager
+    def batch(self):
+        with self._lock:
+            if self._db.in_transaction:      # an outer batch of this thread: join it
+                yield
+                return
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def check_file(self):
+        """Stop if the path no longer names the file this store has open.
+
+        Deleting a store file does not stop SQLite: the open connection goes on writing into
+        the deleted file, where nobody will ever read it, while a new store on the same path
+        starts empty. So the engine calls this before each start, resume, recover and signal.
+        """
+        try:
+            now = _identity(self.path)
+        except FileNotFoundError:
+            raise StoreFileError(
+                f"{self.path} was deleted while this store had it open: whatever is written now "
+                "goes into the deleted file, and a new store on that path starts empty. Restore "
+                "the file from a backup, or open a new SQLiteStore to start afresh; never delete "
+                "a store an engine is using.") from None
+        if now != self._identity:
+            raise StoreFileError(
+                f"{self.path} was replaced by another file while this store had it open, so "
+                "this store no longer writes where others read. Open SQLiteStore(path) again to "
+                "use the file that is there now.")
+
     def close(self):
-        self._db.close()
+        with self._lock:
+            self._db.close()
 
     # runs -------------------------------------------------------------------------------
     def create_run(self, run: RunRecord):
-        values = [getattr(run, f) for f in RunRecord.__dataclass_fields__]
+        values = [getattr(run, f) for f in RunRecord.__slots__]
         try:
-            self._db.execute(f"INSERT INTO runs ({', '.join(_RUN_COLUMNS)}) VALUES "
-                             f"({', '.join('?' * len(_RUN_COLUMNS))})", values)
+            with self._lock:
+                self._db.execute(f"INSERT INTO runs ({', '.join(_RUN_COLUMNS)}) VALUES "
+                                 f"({', '.join('?' * len(_RUN_COLUMNS))})", values)
         except sqlite3.IntegrityError:
             raise ValueError(f"run {run.run_id!r} already exists in {self.path}") from None
 
-    def get_run(self, run_id) -> Optional[RunRecord]:
-        row = self._db.execute(f"SELECT {', '.join(_RUN_COLUMNS)} FROM runs WHERE run_id = ?",
-                               (run_id,)).fetchone()
+    def get_run(self, run_id):
+        with self._lock:
+            row = self._db.execute(_SELECT_RUN + " WHERE run_id = ?", (run_id,)).fetchone()
         return None if row is None else RunRecord(*row)
 
     def update_run(self, run_id, *, owner=None, **fields):
@@ -131,29 +209,33 @@ class SQLiteStore(Store):
         if owner is not None:       # fenced: only the lease holder may change the run
             sql += " AND lease_owner = ?"
             params.append(owner)
-        cur = self._db.execute(sql, params)
-        if cur.rowcount == 0:
+        with self._lock:
+            changed = self._db.execute(sql, params).rowcount
+        if changed == 0:
             if self.get_run(run_id) is None:
                 raise UnknownRunError(f"no run {run_id!r} in {self.path}")
             raise LeaseLostError(f"run {run_id!r}: worker {owner} no longer holds its lease "
                                  f"in {self.path}; another worker took the run over")
 
     def list_runs(self, statuses=()):
-        sql = f"SELECT {', '.join(_RUN_COLUMNS)} FROM runs"
+        sql = _SELECT_RUN
         statuses = list(statuses)
         if statuses:
             sql += f" WHERE status IN ({', '.join('?' * len(statuses))})"
-        return [RunRecord(*row) for row in self._db.execute(sql + " ORDER BY created_at, run_id", statuses)]
+        with self._lock:
+            rows = self._db.execute(sql + " ORDER BY created_at, run_id", statuses).fetchall()
+        return [RunRecord(*row) for row in rows]
 
     # checkpoints ------------------------------------------------------------------------
     def load_entries(self, run_id):
-        rows = self._db.execute(
-            f"SELECT {_ENTRY_COLUMNS} FROM entries WHERE run_id = ? ORDER BY position", (run_id,))
-        return [Entry(*row) for row in rows]
+        with self._lock:
+            rows = self._db.execute(_SELECT_ENTRIES, (run_id,)).fetchall()
+        return list(map(Entry.from_row, rows))
 
     def record_entry(self, run_id, entry: Entry):
         try:
-            inserted = self._insert_entry(run_id, entry)
+            with self._lock:
+                inserted = self._db.execute(_INSERT_ENTRY, (run_id, *entry, run_id, entry.worker)).rowcount == 1
         except sqlite3.IntegrityError:
             inserted = False
         if not inserted:
@@ -163,32 +245,33 @@ class SQLiteStore(Store):
                 "worker recorded that position first") from None
 
     def _insert_entry(self, run_id, e: Entry) -> bool:
-        """Insert one checkpoint, fenced: only while `e.worker` holds the run's lease."""
-        cur = self._db.execute(
-            "INSERT INTO entries SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? "
-            "WHERE EXISTS (SELECT 1 FROM runs WHERE run_id = ? AND lease_owner = ?)",
-            (run_id, e.position, e.kind, e.name, e.occurrence, e.result_json, e.attempts,
-             e.started_at, e.ended_at, e.worker, e.cost, run_id, e.worker))
-        return cur.rowcount == 1
+        return self._db.execute(_INSERT_ENTRY, (run_id, *e, run_id, e.worker)).rowcount == 1
 
     def discard_entries_from(self, run_id, position):
-        removed = [e for e in self.load_entries(run_id) if e.position >= position]
-        self._db.execute("DELETE FROM entries WHERE run_id = ? AND position >= ?", (run_id, position))
+        with self._lock:
+            removed = [e for e in self.load_entries(run_id) if e.position >= position]
+            self._db.execute("DELETE FROM entries WHERE run_id = ? AND position >= ?", (run_id, position))
         return removed
 
     # signals ----------------------------------------------------------------------------
     def add_signal(self, run_id, name, payload_json, at):
-        self._db.execute("INSERT INTO signals (run_id, name, payload, sent_at) VALUES (?, ?, ?, ?)",
-                         (run_id, name, payload_json, at))
+        with self._lock:
+            self._db.execute("INSERT INTO signals (run_id, name, payload, sent_at) VALUES (?, ?, ?, ?)",
+                             (run_id, name, payload_json, at))
 
     def pending_signal(self, run_id, name, sent_by=None):
         late = "" if sent_by is None else " AND sent_at <= ?"
         params = (run_id, name) if sent_by is None else (run_id, name, sent_by)
-        return self._db.execute(
-            "SELECT id, payload FROM signals WHERE run_id = ? AND name = ? AND consumed = 0"
-            f"{late} ORDER BY id LIMIT 1", params).fetchone()
+        with self._lock:
+            return self._db.execute(
+                "SELECT id, payload FROM signals WHERE run_id = ? AND name = ? AND consumed = 0"
+                f"{late} ORDER BY id LIMIT 1", params).fetchone()
 
     def consume_signal_into(self, run_id, signal_id, entry):
+        with self._lock:              # the whole transaction: no other thread's statement inside
+            self._consume_signal_into(run_id, signal_id, entry)
+
+    def _consume_signal_into(self, run_id, signal_id, entry):
         db = self._db
         db.execute("BEGIN IMMEDIATE")
         try:
@@ -212,39 +295,64 @@ class SQLiteStore(Store):
 
     # leases -----------------------------------------------------------------------------
     def try_lease(self, run_id, owner, until, now, steal_from=None):
-        cur = self._db.execute(
-            "UPDATE runs SET lease_owner = ?, lease_expires = ? WHERE run_id = ? AND "
-            "(lease_owner IS NULL OR lease_owner = ? OR lease_owner = ? OR lease_expires < ?)",
-            (owner, until, run_id, owner, steal_from, now))
-        return cur.rowcount == 1
+        with self._lock:
+            return self._db.execute(
+                "UPDATE runs SET lease_owner = ?, lease_expires = ? WHERE run_id = ? AND "
+                "(lease_owner IS NULL OR lease_owner = ? OR lease_owner = ? OR lease_expires < ?)",
+                (owner, until, run_id, owner, steal_from, now)).rowcount == 1
 
     def renew_lease(self, run_id, owner, until):
-        cur = self._db.execute("UPDATE runs SET lease_expires = ? WHERE run_id = ? AND lease_owner = ?",
-                               (until, run_id, owner))
-        return cur.rowcount == 1
+        with self._lock:
+            return self._db.execute(
+                "UPDATE runs SET lease_expires = ? WHERE run_id = ? AND lease_owner = ?",
+                (until, run_id, owner)).rowcount == 1
 
     def renew_leases(self, owner, until):
-        # One statement, run from the heartbeat thread on this connection (sqlite3 is built
-        # in serialized mode, so the connection is safe to share). The heartbeat matters
-        # while a step's function runs, when the worker has no transaction open; should it
-        # land inside one, it simply commits or rolls back with it and the next beat retries.
-        self._db.execute("UPDATE runs SET lease_expires = ? WHERE lease_owner = ?", (until, owner))
+        # Called from the heartbeat thread: the lock makes it wait for any transaction
+        # another thread has open on this connection, instead of landing inside it.
+        with self._lock:
+            self._db.execute("UPDATE runs SET lease_expires = ? WHERE lease_owner = ?", (until, owner))
 
     def release_lease(self, run_id, owner):
-        self._db.execute("UPDATE runs SET lease_owner = NULL, lease_expires = NULL "
-                         "WHERE run_id = ? AND lease_owner = ?", (run_id, owner))
+        with self._lock:
+            self._db.execute("UPDATE runs SET lease_owner = NULL, lease_expires = NULL "
+                             "WHERE run_id = ? AND lease_owner = ?", (run_id, owner))
 
     # events -----------------------------------------------------------------------------
     def add_event(self, e: Event):
-        self._db.execute(
-            "INSERT INTO events (run_id, at, kind, position, name, worker, detail) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)", (e.run_id, e.at, e.kind, e.position, e.name, e.worker, e.detail))
+        with self._lock:
+            self._db.execute(
+                "INSERT INTO events (run_id, at, kind, position, name, worker, detail) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (e.run_id, e.at, e.kind, e.position, e.name, e.worker, e.detail))
 
     def events(self, run_id):
-        rows = self._db.execute(
-            "SELECT run_id, at, kind, position, name, worker, detail, seq FROM events "
-            "WHERE run_id = ? ORDER BY seq", (run_id,))
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT run_id, at, kind, position, name, worker, detail, seq FROM events "
+                "WHERE run_id = ? ORDER BY seq", (run_id,)).fetchall()
         return [Event(*row) for row in rows]
+
+
+def _identity(path):
+    """Which file `path` names right now (its device and inode)."""
+    st = os.stat(path)
+    return st.st_dev, st.st_ino
+
+
+def _schema_version(raw, path) -> int:
+    """The schema_version row of a store file, or StoreFileError saying what is wrong."""
+    if raw is None:
+        raise StoreFileError(
+            f"{path} is a durable_lite store whose schema_version row is missing from its "
+            "durable_lite_meta table: the file is damaged or was edited by hand. Restore it "
+            "from a backup; it was left untouched.")
+    if not str(raw).isdigit() or int(raw) < 1:
+        raise StoreFileError(
+            f"{path} records schema_version {raw!r}, which is not a number durable_lite wrote: "
+            "the file is damaged or was edited by hand. Restore it from a backup; it was left "
+            "untouched.")
+    return int(raw)
 
 
 def _read_only_uri(path):
