@@ -49,7 +49,7 @@ def make_class(folder, size=30):
     for i in range(size):
         name = names[i % len(names)]
         who = f"learner-{i // 3 + 1:02d}"
-        kind = ("solution", "untouched", "wrong")[(i // len(names) + i) % 3]
+        kind = ("solution", "wrong", "untouched")[(i // len(names)) % 3]
         if kind == "wrong" and name not in wrong:
             kind = "solution"
         if kind == "solution":

@@ -14,8 +14,10 @@ Two ways to crash a learner's workflow, and when each fits:
 
 import contextlib
 import os
+import random
 import shutil
 import tempfile
+import uuid
 
 from ..clock import FakeClock, SequentialIds
 from ..engine import Engine
@@ -89,23 +91,34 @@ def _first_sentence(text) -> str:
     return (text or "").split(". ")[0]
 
 
+class SeededIds:
+    """Ids shaped like uuid4's, from a seed: as different from another seed's as real
+    uuids are (in every character, not only a prefix), and the same for the same seed."""
+
+    def __init__(self, seed):
+        self.rng = random.Random(str(seed))
+
+    def __call__(self) -> str:
+        return str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
+
+
 class EngineRuns:
     """Start a workflow, crash it once, and resume it with a fresh engine on the same store —
     as a restarted process would — with a fake clock and predictable ids and randomness.
 
     start: the fake clock's first reading (draw one, so a literal time cannot pass).
-    ids:   the ids' prefix; every engine made here numbers its ids from 1, so two runs on
-           two engines with one prefix get the same first id. Give runs that must differ
-           engines with different prefixes (`run(..., ids="b")`)."""
+    ids:   by default every engine numbers its ids from 1 (`id-0001`), so two runs on two
+           engines get the same first id. Give runs that must differ, as two processes'
+           uuid4() would, an id seed each (`run(..., ids=draw.token())`)."""
 
     def __init__(self, folder, seed=0, ids_prefix="id", pause=3600.0, start=START):
         self.folder, self.seed, self.ids_prefix, self.pause = folder, seed, ids_prefix, pause
         self.clock = FakeClock(start)
 
     def engine(self, crash=None, worker="worker-1", ids=None):
+        source = SeededIds(ids) if ids is not None else SequentialIds(self.ids_prefix)
         return Engine(SQLiteStore(os.path.join(self.folder, "runs.db")), self.clock,
-                      ids=SequentialIds(ids or self.ids_prefix), seed=self.seed, worker=worker,
-                      crash_at=crash)
+                      ids=source, seed=self.seed, worker=worker, crash_at=crash)
 
     def run(self, wf, *args, run_id="run-1", crash=None, ids=None, **kwargs):
         """Returns the final Run. A crash is followed by a pause and one resume."""

@@ -210,13 +210,20 @@ RUNS, TARGET = 300, 0.99
 
 
 def _simulate(plan, p, n, k, seed):
-    """Finish rate and tool calls per run of RUNS runs, on a fresh world."""
+    """(finish rate, tool calls per run, their standard error) over RUNS runs, on a fresh
+    world. The calls of one run vary a lot (with k=1 a run stops at its first failure), so
+    the cost is judged against its own spread, not a fixed percentage."""
     with scratch("ex06") as folder:
         world = _world(folder, p, seed=seed)
         engine = _engine()
-        finished = sum(_start(plan, engine, folder, n, k, f"sim-{i}").status == "completed"
-                       for i in range(RUNS))
-        return finished / RUNS, world.tools.calls() / RUNS
+        finished, calls = 0, []
+        for i in range(RUNS):
+            before = world.tools.calls()
+            finished += _start(plan, engine, folder, n, k, f"sim-{i}").status == "completed"
+            calls.append(world.tools.calls() - before)
+        mean = sum(calls) / RUNS
+        spread = math.sqrt(sum((c - mean) ** 2 for c in calls) / (RUNS - 1) / RUNS)
+        return finished / RUNS, mean, spread
 
 
 @q2.test(f"simulated: {RUNS} runs of a plan of flaky steps finish as often as the formula says, "
@@ -227,7 +234,7 @@ def _(plan, draw):
     p, n = draw.choice([0.8, 0.85, 0.9, 0.95]), draw.randint(6, 12)
     k = reference_k(p, n, TARGET)
     for attempts in (k, 1):
-        rate, calls = _simulate(plan, p, n, attempts, seed=draw.randint(1, 2**31))
+        rate, calls, calls_error = _simulate(plan, p, n, attempts, seed=draw.randint(1, 2**31))
         expected = per_step_retry_rate(p, n, attempts)
         spread = math.sqrt(expected * (1 - expected) / RUNS)
         if abs(rate - expected) > 5 * spread + 1 / RUNS:
@@ -239,6 +246,6 @@ def _(plan, draw):
             raise Fail(f"with k={attempts}, {rate:.1%} of {RUNS} simulated runs finished; the "
                        f"formula says {expected:.1%} (p={p}, n={n})", hint)
         cost = expected_executions(DURABLE, p, n, attempts)
-        if abs(calls - cost) > 0.08 * cost:
+        if abs(calls - cost) > 5 * calls_error + 0.02 * cost:
             raise Fail(f"with k={attempts}, a run made {calls:.2f} tool calls on average; "
                        f"per-step retry should make about {cost:.2f} (p={p}, n={n})")
