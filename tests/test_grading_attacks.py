@@ -113,7 +113,7 @@ def test_cells_added_or_changed_outside_the_answers_are_not_run_and_are_reported
     score = grade_notebook(path)
     zero_everywhere(score)
     notes = " ".join(score.notes)
-    assert "(check cell) was changed" in notes and "2 code cell(s) added" in notes
+    assert "the check cell of q2 was changed" in notes and "2 code cell(s) added" in notes
     assert statuses(score)["q2"] == "not attempted"
 
 

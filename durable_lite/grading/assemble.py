@@ -96,9 +96,12 @@ def assemble(grader_nb, learner_nb, exercise) -> Assembled:
         if mine is not None and not is_answer_cell(cell):
             used.add(id(mine))
             if cell.cell_type == "code" and _norm(_text(mine.get("source", ""))) != _norm(source):
-                what = "check cell" if CHECK.search(source) else "given code"
-                notes.append(f"cell {index + 1} ({what}) was changed in the notebook: the "
-                             "grader ran the exercise's own version")
+                check = CHECK.search(source)
+                what = (f"the check cell of {check.group(1)}" if check else
+                        f"the given cell {_defines_text(source)}" if _defines(source) else
+                        f"the given cell that begins {source.strip().splitlines()[0][:40]!r}")
+                notes.append(f"{what} was changed in the notebook: the grader ran the "
+                             "exercise's own version")
     added = [c for c in learner if id(c) not in used and c.get("cell_type") == "code"
              and _text(c.get("source", "")).strip()]
     if added:

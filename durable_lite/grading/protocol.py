@@ -140,8 +140,8 @@ def _nonce(secret: str) -> str:
 
 # the grader's side ---------------------------------------------------------------------
 def begin_code(exercise_id: str) -> str:
-    return (f"import durable_lite.grading.protocol as __dl_grading__\n"
-            f"__dl_grading__.begin({exercise_id!r})")
+    """The grader's first cell: it leaves no name of its own in the notebook's namespace."""
+    return f"__import__('durable_lite.grading.protocol', fromlist=['begin']).begin({exercise_id!r})"
 
 
 def grading_request(exercise_id, qid, names, seed, secret, limit):
