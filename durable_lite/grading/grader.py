@@ -197,22 +197,25 @@ def grade_notebook(path, timeout: float = DEFAULT_TIMEOUT, seed: Optional[int] =
     return score
 
 
-def check_guard(guard) -> List[str]:
-    """Shared files changed since the guard was made, each put back where it can be; the
-    changed versions are kept in a temporary folder for the instructor to read."""
-    import tempfile
+def check_guard(guard, keep_in=None) -> List[str]:
+    """Shared files changed since the guard was made, each put back where it can be. With
+    `keep_in`, the changed versions are first copied there for the instructor to read."""
     changed = guard.changes()
     if not changed:
         return []
-    evidence = Path(tempfile.mkdtemp(prefix="durable-lite-tampered-"))
-    for p in changed:
-        try:
-            shutil.copy(p, evidence / (str(abs(hash(p))) + "-" + Path(p).name))
-        except OSError:
-            pass
+    if keep_in is not None:
+        keep_in = Path(keep_in)
+        keep_in.mkdir(parents=True, exist_ok=True)
+        for p in changed:
+            try:
+                shutil.copy(p, keep_in / f"{abs(hash(p)):x}-{Path(p).name}")
+            except OSError:
+                pass
     failed = guard.restore(changed)
     described = [p + (" (could not be put back: reinstall)" if p in failed else "") for p in changed]
-    return described + [f"(the changed versions are kept in {evidence})"]
+    if keep_in is not None:
+        described.append(f"(the changed versions are kept in {keep_in})")
+    return described
 
 
 def mark_tampered(score: NotebookScore, changed: List[str]) -> None:

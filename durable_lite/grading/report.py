@@ -174,8 +174,8 @@ def report(submissions, out, jobs: Optional[int] = None, timeout: float = DEFAUL
             running.discard(id(g))
             changed = guard.changes()
             if changed:
-                warnings.append(f"while {g.path} and others ran, shared files changed: "
-                                f"{', '.join(check_guard(guard))}")
+                warnings.append(f"while {g.shown} and others ran, shared files changed: "
+                                f"{', '.join(check_guard(guard, out / 'tampered-files'))}")
                 suspects.update(id(x) for x in graded if x.score is None or x.ended >= state["last_clean"]
                                 or id(x) in running)
                 suspects.add(id(g))
