@@ -22,7 +22,6 @@ import uuid
 from ..clock import FakeClock, SequentialIds
 from ..engine import Engine
 from ..errors import Crash, NonDeterminismError
-from ..faults import CrashAt
 from ..sim import forget_worlds
 from ..store import SQLiteStore
 from .checks import Fail, NotAttempted
