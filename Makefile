@@ -10,7 +10,7 @@ INSTALL := $(BIN)/python -m pip install --quiet --disable-pip-version-check -c c
 MY_WORK := my_work
 PORT    ?=
 
-.PHONY: lab test bench exercises grade notebooks lock clean
+.PHONY: lab test bench exercises grade report notebooks lock clean
 
 $(STAMP): pyproject.toml constraints.txt
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 10), "durable-lite needs Python 3.10 or newer"'
@@ -41,6 +41,10 @@ notebooks: $(STAMP)
 grade: $(STAMP)
 	@ls $(MY_WORK)/*.ipynb >/dev/null 2>&1 || { echo "$(MY_WORK)/ holds no notebooks yet: run make lab first (it copies the exercises there)"; exit 1; }
 	$(BIN)/python -m durable_lite.grading $(MY_WORK)/*.ipynb
+
+# Grades a class: every notebook under CLASS (one folder per learner), into OUT.
+report: $(STAMP)
+	$(BIN)/python -m durable_lite.grading report $(or $(CLASS),class) --out $(or $(OUT),report)
 
 # Re-resolves every extra on every Python 3.10+ found here and rewrites constraints.txt.
 lock:

@@ -195,7 +195,7 @@ def sweep(wf, *args, runner: str = "durable", real_kill: bool = False, waits="si
           leading: Optional[Callable] = None, effects: Optional[Callable] = None,
           restart_after: float = 0.0, max_attempts: int = 20, timeout: float = 60.0,
           workers: Optional[int] = None, progress: Optional[bool] = None,
-          run_id=None, **kwargs) -> Sweep:
+          run_id=None, observe: Optional[Callable] = None, **kwargs) -> Sweep:
     """Crash `wf` at every point it reaches, finish each run, and compare the world's ledgers
     with an uncrashed run. `args` and `kwargs` go to the workflow as for `engine.start`,
     after the case's fresh world folder.
@@ -214,12 +214,15 @@ def sweep(wf, *args, runner: str = "durable", real_kill: bool = False, waits="si
     progress:      a tqdm bar: None = when the sweep is big or uses real kills.
     run_id:        the run's id in every case (default "<workflow>-sweep"), or fn(case) -> id
                    for an id per case ("clean run", "crash at refund / after_effect").
+    observe:       fn(folder) -> anything, called as each case ends (before its folder is
+                   removed); its value is the row's "observed" (and the clean run's). For a
+                   check that must look at what a case's world recorded, not only count it.
 
     The names above are the sweep's own; every other keyword argument goes to the workflow.
     """
     started = time.perf_counter()
     plan = _Plan(wf, args, kwargs, runner, real_kill, waits, leading, effects, restart_after,
-                 max_attempts, timeout, run_id)
+                 max_attempts, timeout, run_id, observe)
     root = tempfile.mkdtemp(prefix="durable-lite-sweep-")
     bar = None
     try:
@@ -251,6 +254,7 @@ def crash_points(wf, *args, runner: str = "durable", waits="signal", leading=Non
         shutil.rmtree(root, ignore_errors=True)
     clean = {**clean, "effects": {k: n for k, n in clean["effects"].items() if n}}
     clean.pop("crashed", None)
+    clean.pop("observed", None)
     return clean, points
 
 
@@ -266,7 +270,7 @@ class _Plan:
     """Everything one sweep needs to play a case, checked before any case runs."""
 
     def __init__(self, wf, args, kwargs, runner, real_kill, waits, leading, effects,
-                 restart_after, max_attempts, timeout, run_id):
+                 restart_after, max_attempts, timeout, run_id, observe=None):
         self.wf = _registered(wf)
         self.name = self.wf.name
         if runner not in RUNNERS:
@@ -286,6 +290,7 @@ class _Plan:
         self.runner, self.real_kill, self.waits = runner, real_kill, waits
         self.leading = leading or (lambda folder: [folder])
         self.effects = effects or world_effects
+        self.observe = observe
         self.restart_after, self.max_attempts, self.timeout = restart_after, max_attempts, timeout
         self.run_id = run_id or f"{self.name}-sweep"     # or a function of the case's name
         self.module = _importable_module(self.wf) if real_kill else None
@@ -412,7 +417,8 @@ class _Case:
                 else:
                     return {"status": status, "result": out["result"], "error": out["error"],
                             "attempts": attempt, "crashed": crashed,
-                            "effects": plan.effects(self.folder)}
+                            "effects": plan.effects(self.folder),
+                            "observed": plan.observe(self.folder) if plan.observe else None}
             raise SweepError(
                 f"sweep of {plan.name!r}, {self.what}: the run did not finish within "
                 f"{plan.max_attempts} attempts (last status {out['status']!r}"
@@ -565,6 +571,7 @@ class _WatchedNaive(NaiveRunner):
 
 # the result -----------------------------------------------------------------------------
 def _assemble(plan, clean, points, outcomes, seconds) -> Sweep:
+    clean_observed = clean["observed"]
     everything = [clean["effects"], *(o["effects"] for o in outcomes)]
     ledgers = []
     for counts in everything:
@@ -581,8 +588,12 @@ def _assemble(plan, clean, points, outcomes, seconds) -> Sweep:
                      "duplicates": {k: counts[k] - base[k] for k in ledgers if counts[k] > base[k]},
                      "lost": {k: base[k] - counts[k] for k in ledgers if counts[k] < base[k]},
                      "same_result": o["result"] == clean["result"] and o["status"] == clean["status"]})
+        if plan.observe:
+            rows[-1]["observed"] = o["observed"]
     clean = {"status": clean["status"], "result": clean["result"], "error": clean["error"],
              "attempts": clean["attempts"], "effects": base}
+    if plan.observe:
+        clean["observed"] = clean_observed
     return Sweep(plan.name, plan.runner, plan.real_kill, plan.waits, clean, rows, ledgers, seconds)
 
 

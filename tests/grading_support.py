@@ -1,5 +1,5 @@
-"""Helpers shared by the grading tests: read a grader's score, and make a known-wrong
-answer by swapping one cell of a solution notebook."""
+"""Helpers shared by the grading tests: read a grader's score, and make a learner's notebook
+by changing cells of a solution or of an untouched exercise."""
 
 from pathlib import Path
 
@@ -9,7 +9,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def statuses(score):
-    """{question id: "passed" | "failed" | "not attempted"}."""
+    """{question id: "passed" | "failed" | "not attempted" | "not checked" | "tampered"}."""
     return {q["question"]: q["status"] for q in score.questions}
 
 
@@ -20,10 +20,110 @@ def failing_tests(score, qid):
 
 def with_code(name, marker, new_source, tmp_path):
     """A copy of solution `name` whose one cell containing `marker` holds `new_source`."""
-    nb = nbformat.read(ROOT / "solutions" / f"{name}.ipynb", as_version=4)
-    cells = [c for c in nb.cells if c.cell_type == "code" and marker in c.source]
-    assert len(cells) == 1, f"{marker!r} should be in exactly one cell of {name}"
-    cells[0].source = new_source
-    path = tmp_path / f"{name}.ipynb"
+    return learner(name, tmp_path, start="solutions", cells={marker: new_source})
+
+
+def learner(name, folder, start="exercises", cells=None, added=(), filename=None):
+    """A learner's notebook: a copy of `start/name` (an untouched exercise, or the solution)
+    in which the one cell containing each marker of `cells` holds new source, with `added`
+    code cells appended at the end. Written to folder/filename (default: the exercise's name)."""
+    nb = nbformat.read(ROOT / start / f"{name}.ipynb", as_version=4)
+    for marker, source in (cells or {}).items():
+        found = [c for c in nb.cells if c.cell_type == "code" and marker in c.source]
+        assert len(found) == 1, f"{marker!r} should be in exactly one cell of {start}/{name}"
+        found[0].source = source
+    for source in added:
+        nb.cells.append(nbformat.v4.new_code_cell(source))
+    path = Path(folder) / (filename or f"{name}.ipynb")
+    path.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, path)
     return path
+
+
+def make_class(folder, size=30):
+    """A class of `size` notebooks, as learners hand them in: one folder per learner, three
+    exercises each, each a full solution, an untouched exercise, or a typical wrong answer."""
+    names = sorted(p.stem for p in (ROOT / "solutions").glob("*.ipynb"))
+    wrong = {name: WRONG[name] for name in names if name in WRONG}
+    made = []
+    for i in range(size):
+        name = names[i % len(names)]
+        who = f"learner-{i // 3 + 1:02d}"
+        kind = ("solution", "wrong", "untouched")[(i // len(names)) % 3]
+        if kind == "wrong" and name not in wrong:
+            kind = "solution"
+        if kind == "solution":
+            path = learner(name, Path(folder) / who, start="solutions")
+        elif kind == "untouched":
+            path = learner(name, Path(folder) / who)
+        else:
+            marker, source = wrong[name]
+            path = learner(name, Path(folder) / who, start="solutions", cells={marker: source})
+        made.append((who, path, kind))
+    return made
+
+
+# One plausible wrong answer per exercise, for classes made by make_class.
+WRONG = {
+    "01_naive_retry": ("def predicted_refunds", '''STEPS = ["lookup", "refund", "email", "close"]
+
+
+def predicted_refunds(step, when):
+    return 2 if step in ("email", "close") else 1      # forgets the refund's own crash points
+'''),
+    "02_memoize": ("def memo_step", '''MEMO = {}
+
+
+def memo_step(db, run_id, name, fn, *args):
+    if (run_id, name) not in MEMO:                      # a dict in memory, not the table
+        MEMO[(run_id, name)] = fn(*args)
+    return MEMO[(run_id, name)]
+'''),
+    "03_idempotency": ("def refund_key", '''def refund_key(run_id, order_id):
+    return hashlib.sha256((run_id + order_id).encode()).hexdigest()   # ("a1","2") == ("a","12")
+'''),
+    "04_determinism": ("def receipt", '''@dl.workflow("ex04-receipt", version=1)
+def receipt(ctx, folder, order_id):
+    issued_at = ctx.now()
+    receipt_id = "rcpt-" + uuid.uuid4().hex[:8]         # still read anew on every replay
+    order = ctx.step("lookup", lookup_order, folder, order_id)
+    ctx.step("email", email_customer, folder, order["email"],
+             f"Receipt {receipt_id} for order {order_id}")
+    return {"receipt": receipt_id, "issued_at": issued_at, "order": order_id}
+'''),
+    "05_model_step": ("def triage", '''@dl.workflow("ex05-triage", version=1)
+def triage(ctx, folder, ticket):
+    reply = ctx.step("classify", classify, folder, ticket)
+    desk = "refunds" if "refund" in reply["text"] else "helpdesk"
+    ctx.step(desk, forward, folder, desk, ticket)
+    audited = random.random() < 0.25                    # unrecorded
+    if audited:
+        ctx.step("audit", forward, folder, "audit", ticket)
+    return {"desk": desk, "audited": audited, "answer": reply["text"]}
+'''),
+    "06_choose_k": ("def smallest_k", '''def smallest_k(p, n, target):
+    k = 1
+    while 1 - (1 - p ** n) ** k < target:               # the restart formula
+        k += 1
+    return k
+'''),
+    "07_approval_deadline": ("def publish_post", '''@dl.workflow("ex07-publish-post", version=1)
+def publish_post(ctx, folder, post_id):
+    draft = ctx.step("draft", write_draft, folder, post_id)
+    ctx.step("ask-editor", notify, folder, EDITOR, f"Please review {post_id}")
+    decision = ctx.wait_for_signal("approval", timeout=1 * DAY)
+    if decision is None:                                # gives up after one day
+        ctx.step("tell-author", notify, folder, AUTHOR, f"{post_id} was not reviewed in time")
+        return {"post": post_id, "outcome": "expired"}
+    if decision["approved"]:
+        ctx.step("publish", publish, folder, post_id, draft["text"])
+        return {"post": post_id, "outcome": "published", "by": decision["by"]}
+    ctx.step("tell-author", notify, folder, AUTHOR, f"{post_id} was rejected")
+    return {"post": post_id, "outcome": "rejected", "by": decision["by"]}
+'''),
+    "08_budgets": ("def start_agent(", '''def start_agent(engine, agent, folder, run_id):
+    global worker_limit
+    worker_limit = StepLimit(MAX_STEPS)                 # forgotten by every new worker
+    return engine.start(agent, folder, GOAL, run_id=run_id)
+'''),
+}

@@ -4,6 +4,9 @@ known-wrong answers fail the question they should.
 Wrong answers are made by putting wrong code into a copy of a solution notebook, then
 grading that copy exactly as an instructor would. Each graded notebook starts a kernel
 (about a second), so these tests take a while; the in-process checks at the end are fast.
+Forged scores and notebooks that attack each other: test_grading_attacks.py. Wrong answers
+that used to pass: test_grading_false_passes.py. Right answers written differently:
+test_grading_alternatives.py.
 """
 
 import hashlib
@@ -21,11 +24,10 @@ import pytest
 import durable_lite as dl
 from durable_lite.examples import email_customer, lookup_order, world_at
 from durable_lite.grading import checker, checks, exercise
-from durable_lite.grading.checks import RESULTS_ENV
 from durable_lite.grading.grader import grade_notebook
 from durable_lite.grading.portable import NotPortable, module_source
 
-from grading_support import ROOT, failing_tests, statuses, with_code
+from grading_support import ROOT, failing_tests, learner, statuses, with_code
 NAMES = sorted(p.stem for p in (ROOT / "solutions").glob("*.ipynb"))
 # Questions whose exercise starts from code to fix, not from stubs: untouched, they are failed.
 STARTS_FROM_CODE = {"04_determinism": {"q1"}, "05_model_step": {"q1"}}
@@ -43,20 +45,35 @@ def check_outputs(score):
     return "".join(texts), errors
 
 
+CONCATENATED_KEY = '''
+def refund_key(run_id, order_id):
+    return hashlib.sha256((run_id + order_id).encode()).hexdigest()
+'''
+
+
+def test_a_grading_run_is_repeated_exactly_by_its_seed(tmp_path):
+    path = with_code("03_idempotency", "def refund_key", CONCATENATED_KEY, tmp_path)
+    first, again, other = (grade_notebook(path, seed=s) for s in (1234, 1234, 4321))
+    failures = [[t["message"] for t in score.question("q1")["tests"]] for score in (first, again, other)]
+    assert failures[0] == failures[1] != failures[2]      # the drawn ids are in the message
+    assert "cases seed 1234" in first.report()
+
+
 # solutions and untouched exercises ------------------------------------------------------------
 @pytest.mark.parametrize("name", NAMES)
 def test_every_solution_scores_full_marks(name):
-    score = grade_notebook(ROOT / "solutions" / f"{name}.ipynb", timeout=120)
-    assert score.note is None
+    score = grade_notebook(ROOT / "solutions" / f"{name}.ipynb")
+    assert score.note is None and score.notes == [] and not score.tampered
     assert score.total == sum(len(q.tests) for q in exercise(name).questions.values())
     assert score.passed == score.total, score.report()
     assert set(statuses(score).values()) == {"passed"}
+    assert all(q["flags"] == [] for q in score.questions)
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_every_untouched_exercise_scores_zero_with_a_message_per_question(name):
-    score = grade_notebook(ROOT / "exercises" / f"{name}.ipynb", timeout=120)
-    assert score.note is None, score.note
+    score = grade_notebook(ROOT / "exercises" / f"{name}.ipynb")
+    assert score.note is None and score.notes == [] and not score.tampered, score.report()
     assert score.passed == 0 and score.total > 0, score.report()
     text, errors = check_outputs(score)
     assert not errors, f"check cells raised: {errors}"
@@ -94,6 +111,7 @@ def test_a_step_that_records_before_running_fails_q1_and_the_kill_test(tmp_path)
     assert statuses(score) == {"q1": "failed", "q2": "failed"}, score.report()
     assert failing_tests(score, "q1") == [
         "a crash inside fn records nothing: the next call runs fn, so the effect happens once"]
+    assert "record the result only after fn has returned it" in check_outputs(score)[0]
     assert any("killed (SIGKILL) just before a step" in t for t in failing_tests(score, "q2"))
 
 
@@ -156,7 +174,9 @@ def test_a_workflow_that_reads_the_clock_outside_a_step_fails_q1(tmp_path):
     score = grade_notebook(with_code("04_determinism", "def receipt", CLOCK_IN_ORCHESTRATION, tmp_path))
     assert statuses(score) == {"q1": "failed"}, score.report()
     assert failing_tests(score, "q1") == [
-        "a crash at any point, then a resume: the same receipt as an uninterrupted run"]
+        "a crash at any point, then a resume: the same receipt as an uninterrupted run",
+        "issued_at is the time the run recorded with ctx.now(), on a clock that starts at a "
+        "new time for every check"]
 
 
 CATCHES_ONLY_EXCEPTION = '''
@@ -187,47 +207,63 @@ def test_a_retry_loop_that_misses_crashes_fails_q3(tmp_path):
 
 
 # notebooks that misbehave are scored, not crashed on -----------------------------------------
-def notebook(tmp_path, *sources, exercise_id="01_naive_retry"):
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])
-    nb.metadata["durable_lite"] = {"exercise": exercise_id}
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    path = tmp_path / "learner.ipynb"
-    nbformat.write(nb, path)
-    return path
-
-
-SETUP = 'from durable_lite.grading import checker\ncheck = checker("01_naive_retry")'
-PREDICT = ('def predicted_refunds(step, when):\n'
-           '    order = ["lookup", "refund", "email", "close"]\n'
-           '    late = order.index(step) > 1 or (step == "refund" and when != "before_step")\n'
-           '    return 2 if late else 1')
-
-
-def test_a_cell_that_raises_does_not_stop_later_questions(tmp_path):
-    path = notebook(tmp_path, SETUP, "raise ValueError('a typo in q1')", PREDICT,
-                    'check("q2", predicted_refunds)')
-    score = grade_notebook(path, timeout=60)
+def test_an_answer_cell_that_raises_does_not_stop_later_questions(tmp_path):
+    path = learner("01_naive_retry", tmp_path, start="solutions",
+                   cells={"def run_naive": "raise ValueError('a typo in q1')"})
+    score = grade_notebook(path)
     assert score.note is None
-    assert statuses(score) == {"q1": "not checked", "q2": "passed", "q3": "not checked"}
-    assert score.question("q1")["note"] == "its check cell did not run"
+    assert statuses(score) == {"q1": "failed", "q2": "passed", "q3": "passed"}
+    assert "run_naive is not defined" in score.question("q1")["tests"][0]["message"]
 
 
-def test_a_notebook_that_loops_forever_is_stopped_and_keeps_its_earlier_scores(tmp_path):
-    path = notebook(tmp_path, SETUP, PREDICT, 'check("q2", predicted_refunds)',
-                    "while True:\n    try:\n        pass\n    except KeyboardInterrupt:\n        pass",
-                    'check("q3", None)')
-    score = grade_notebook(path, timeout=8)
-    assert "time limit" in score.note
-    assert statuses(score) == {"q1": "not checked", "q2": "passed", "q3": "not checked"}
-    assert score.seconds < 30
+INTERRUPTIBLE_LOOP = "import time\nwhile True:\n    time.sleep(0.1)"
+STUBBORN_LOOP = ("import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+                 "while True:\n    time.sleep(0.1)")
+
+
+def test_an_answer_that_loops_forever_is_interrupted_and_the_rest_is_graded(tmp_path):
+    path = learner("01_naive_retry", tmp_path, start="solutions",
+                   cells={"def predicted_refunds": INTERRUPTIBLE_LOOP})
+    score = grade_notebook(path, timeout=60, cell_timeout=3)
+    assert score.note is None
+    assert statuses(score) == {"q1": "passed", "q2": "failed", "q3": "passed"}
+    assert score.seconds < 40
+
+
+def test_an_answer_that_ignores_the_interrupt_stops_the_run_and_keeps_earlier_scores(tmp_path):
+    path = learner("01_naive_retry", tmp_path, start="solutions",
+                   cells={"def predicted_refunds": STUBBORN_LOOP})
+    score = grade_notebook(path, timeout=60, cell_timeout=3)
+    assert "ignored the interrupt" in score.note
+    assert statuses(score) == {"q1": "passed", "q2": "not checked", "q3": "not checked"}
+    assert score.seconds < 40
 
 
 def test_a_notebook_that_kills_its_kernel_is_scored(tmp_path):
-    path = notebook(tmp_path, SETUP, PREDICT, 'check("q2", predicted_refunds)',
-                    "import os\nos._exit(3)", 'check("q2", None)')
+    path = learner("01_naive_retry", tmp_path, start="solutions",
+                   cells={"def retry_from_top": "import os\nos._exit(3)"})
     score = grade_notebook(path, timeout=60)
     assert "kernel died" in score.note
-    assert statuses(score)["q2"] == "passed"
+    assert statuses(score) == {"q1": "passed", "q2": "passed", "q3": "not checked"}
+
+
+def test_a_notebook_past_its_time_limit_keeps_the_scores_it_earned(tmp_path):
+    path = learner("01_naive_retry", tmp_path, start="solutions",
+                   cells={"def retry_from_top": INTERRUPTIBLE_LOOP})
+    score = grade_notebook(path, timeout=8, cell_timeout=30)
+    assert "time limit" in score.note or "ignored the interrupt" in score.note
+    assert statuses(score)["q1"] == "passed" and statuses(score)["q3"] == "not checked"
+    assert score.seconds < 30
+
+
+def test_an_answer_cell_written_again_under_a_new_id_still_counts(tmp_path):
+    import nbformat
+    nb = nbformat.read(ROOT / "solutions" / "01_naive_retry.ipynb", as_version=4)
+    answer = next(c for c in nb.cells if "def retry_from_top" in c.source)
+    answer["id"] = "typed-again"                # deleted and written again: a new cell id
+    path = tmp_path / "01_naive_retry.ipynb"
+    nbformat.write(nb, path)
+    assert grade_notebook(path).passed == 11
 
 
 def test_unreadable_and_unknown_notebooks_are_reported_not_raised(tmp_path):
@@ -236,7 +272,10 @@ def test_unreadable_and_unknown_notebooks_are_reported_not_raised(tmp_path):
     score = grade_notebook(broken)
     assert "could not read" in score.note
     assert score.passed == 0 and score.total == 11 and statuses(score)["q1"] == "not checked"
-    stranger = notebook(tmp_path, "1 + 1", exercise_id="99_unknown")
+    stranger = tmp_path / "99_unknown.ipynb"
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1 + 1")])
+    nb.metadata["durable_lite"] = {"exercise": "99_unknown"}
+    nbformat.write(nb, stranger)
     score = grade_notebook(stranger)
     assert score.exercise is None and "not one of the exercises" in score.note
 
@@ -244,13 +283,14 @@ def test_unreadable_and_unknown_notebooks_are_reported_not_raised(tmp_path):
 def test_command_line_prints_json_for_instructors():
     out = subprocess.run([sys.executable, "-m", "durable_lite.grading",
                           str(ROOT / "exercises" / "01_naive_retry.ipynb"), "--json",
-                          "--timeout", "60"],
+                          "--timeout", "60", "--seed", "77"],
                          capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert out.returncode == 0, out.stderr
     payload = json.loads(out.stdout)
     (nb,) = payload["notebooks"]
     assert nb["exercise"] == "01_naive_retry" and nb["passed"] == 0 and nb["total"] == 11
     assert [q["status"] for q in nb["questions"]] == ["not attempted"] * 3
+    assert payload["seed"] == nb["seed"] == 77 and nb["tampered"] is False
 
 
 # check() in this process: fast ------------------------------------------------------------
@@ -284,23 +324,24 @@ def test_check_prints_every_test_and_never_raises(capsys):
     assert "has no question 'q9'" in capsys.readouterr().out
 
 
-def test_check_appends_one_json_line_for_the_grader(tmp_path, monkeypatch, capsys):
-    results = tmp_path / "results.jsonl"
-    monkeypatch.setenv(RESULTS_ENV, str(results))
-    check = checker("05_model_step")
+def test_check_draws_fresh_cases_and_a_seed_repeats_them(capsys):
+    """A wrong answer's failing report names the seed of its cases; passing it back gives
+    the very same report."""
+    check = checker("03_idempotency")
 
-    def refresh_lookup(engine, run_id):
-        raise NotImplementedError("still the stub")
+    def refund_key(run_id, order_id):
+        return hashlib.sha256((run_id + order_id).encode()).hexdigest()
 
-    check("q2", refresh_lookup)
-    (line,) = results.read_text().splitlines()
-    record = json.loads(line)
-    assert record["exercise"] == "05_model_step" and record["question"] == "q2"
-    assert record["status"] == "not attempted" and record["passed"] == 0
+    check("q1", refund_key)
+    first = capsys.readouterr().out
+    seed = int(first.split("seed=")[1].split(";")[0])
+    check("q1", refund_key, seed=seed)
+    assert capsys.readouterr().out == first
+    check("q1", refund_key)
+    assert capsys.readouterr().out != first       # fresh cases: other ids, another seed
 
 
 def test_a_learner_loop_that_never_ends_costs_one_test(monkeypatch, capsys):
-    from durable_lite.grading import checks
     monkeypatch.setattr(checks, "TEST_TIME_LIMIT", 0.5)
 
     def predicted_refunds(step, when):
@@ -428,10 +469,10 @@ def test_05_an_unrecorded_coin_flip_fails_q1_every_time():
     state = random.getstate()
     for _ in range(3):
         result = run("05_model_step", "q1", triage_with_unrecorded_coin)
-        assert names_failing(result) == [
-            "a crash at any point, then a resume: no NonDeterminismError",
-            "a crash at any point (outside the model step's own window), then a resume: the "
-            "same result as an uninterrupted run"]
+        assert "the model is called once per run, not again on every replay" not in names_failing(result)
+        assert "a crash at any point, then a resume: the replay never diverges" in names_failing(result)
+        assert "a crash at any point (outside the model step's own window), then a resume: the " \
+               "same result as an uninterrupted run" in names_failing(result)
     assert random.getstate() == state          # the notebook's own random state is untouched
 
 

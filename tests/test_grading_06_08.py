@@ -1,10 +1,12 @@
-"""Exercises 06-08 can be failed: their solutions score full marks, the untouched exercises
-score zero without crashing, and known-wrong answers fail the question they should.
+"""Exercises 06-08 can be failed: known-wrong answers fail the question they should, with
+feedback that says why (test_grading.py grades every solution and untouched exercise).
 
 The notebook-level tests grade real notebooks with the grader (one kernel each); the
 in-process tests at the end call the checks directly with more wrong answers.
 """
 
+
+import re
 
 import pytest
 
@@ -19,30 +21,12 @@ NAMES = ["06_choose_k", "07_approval_deadline", "08_budgets"]
 DAY = 24 * 3600
 
 
-# solutions, untouched exercises, generated files --------------------------------------------
+# generated files ----------------------------------------------------------------------------
 @pytest.mark.parametrize("name", NAMES)
 def test_the_exercise_is_generated_from_its_solution(name):
     text = (ROOT / "exercises" / f"{name}.ipynb").read_text(encoding="utf-8")
     assert text == render(ROOT / "solutions" / f"{name}.ipynb")
     assert "BEGIN SOLUTION" not in text and "Instructor" not in text
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_the_solution_scores_full_marks(name):
-    score = grade_notebook(ROOT / "solutions" / f"{name}.ipynb", timeout=120)
-    assert score.note is None, score.note
-    assert score.total == sum(len(q.tests) for q in exercise(name).questions.values())
-    assert score.passed == score.total, score.report()
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_the_untouched_exercise_scores_zero_without_crashing(name):
-    score = grade_notebook(ROOT / "exercises" / f"{name}.ipynb", timeout=120)
-    assert score.note is None, score.note
-    assert score.passed == 0 and score.total > 0, score.report()
-    assert set(statuses(score).values()) == {"not attempted"}, score.report()
-    for q in score.questions:
-        assert q["tests"] and all(t["message"] for t in q["tests"]), q
 
 
 # known-wrong answers, graded as notebooks ---------------------------------------------------
@@ -59,8 +43,9 @@ def test_a_k_one_too_small_fails_q1_only(tmp_path):
     score = grade_notebook(with_code("06_choose_k", "def smallest_k", ONE_TOO_SMALL, tmp_path))
     assert statuses(score) == {"q1": "failed", "q2": "passed"}, score.report()
     assert failing_tests(score, "q1") == ["the k it returns reaches the target: (1 - (1-p)**k)**n >= target"]
-    message = score.question("q1")["tests"][0]["message"]
-    assert "smallest_k(0.95, 6, 0.99) = 2" in message and "98.5" in message
+    test = score.question("q1")["tests"][0]
+    assert re.search(r"smallest_k\([\d.]+, \d+, [\d.]+\) = \d+, but with \d+ attempt", test["message"])
+    assert "one attempt short" in test["hint"]
 
 
 NO_DEADLINE = '''
@@ -80,14 +65,10 @@ def publish_post(ctx, folder, post_id):
 def test_a_wait_without_a_real_deadline_or_escalation_fails_the_deadline_tests(tmp_path):
     score = grade_notebook(with_code("07_approval_deadline", "def publish_post", NO_DEADLINE, tmp_path))
     assert statuses(score) == {"q1": "failed"}, score.report()
-    assert failing_tests(score, "q1") == [
-        "start() returns at once: the editor is asked, the run waits for 'approval' for one day",
-        "no answer for a day: the manager is asked and the run waits one more day "
-        "(and not a second before the deadline)",
-        "after the escalation the manager's answer counts: approved, the post is published by "
-        "the manager",
-        "nobody answers for two days: a safe default — nothing published, the author told, "
-        "outcome 'expired'"]
+    assert [name.split(":")[0] for name in failing_tests(score, "q1")] == [
+        "start() returns at once", "no answer for a day",
+        "after the escalation the manager's answer counts",
+        "after the escalation the manager rejects", "nobody answers for two days"]
     assert score.passed == 2        # approve and reject within the day still work
 
 
@@ -104,7 +85,8 @@ def test_an_attempt_local_budget_fails_q2_only(tmp_path):
     assert statuses(score) == {"q1": "passed", "q2": "failed"}, score.report()
     assert len(failing_tests(score, "q2")) == 3
     messages = [t["message"] for t in score.question("q2")["tests"]]
-    assert any("1000 model calls across" in m and "limit of 200" in m for m in messages), messages
+    assert any(re.search(r"made \d+ model calls across \d+ worker\(s\), with MAX_STEPS = \d+", m)
+               for m in messages), messages
 
 
 # more wrong answers, checked in this process (fast) ---------------------------------------
@@ -160,10 +142,8 @@ def plan_that_restarts(ctx, folder, n, k):
 def test_06_a_plan_without_per_step_retry_fails_q2():
     result = run("06_choose_k", "q2", plan_without_retry)
     assert result.status == checks.FAILED
-    assert names_failing(result) == [
-        "each step gets up to k attempts of its own, and a failure does not re-run earlier steps",
-        "simulated: 400 runs at p=0.9, n=10 finish as often as the formula says, at the "
-        "formula's cost in tool calls"]
+    assert [name.split(":")[0].split(",")[0] for name in names_failing(result)] == [
+        "each step gets up to k attempts of its own", "simulated"]
 
 
 def test_06_a_plan_that_restarts_from_the_top_fails_q2():
@@ -177,13 +157,17 @@ def notify(folder, to, subject):
     return world_at(folder).mailer.send(to, subject)
 
 
-def settle(ctx, folder, post_id, decision):
+def write_draft(folder, post_id):
+    return world_at(folder).llm.complete(f"Write the blog post {post_id}")
+
+
+def settle(ctx, folder, post_id, decision, draft):
     """The correct ending both wrong answers below share: publish, reject, or expire."""
     if decision is None:
         ctx.step("tell-author", notify, folder, "author@example.com", "expired")
         return {"post": post_id, "outcome": "expired"}
     if decision["approved"]:
-        ctx.step("publish", notify, folder, "readers@example.com", post_id)
+        ctx.step("publish", notify, folder, "readers@example.com", f"{post_id}: {draft['text'][:40]}")
         return {"post": post_id, "outcome": "published", "by": decision["by"]}
     ctx.step("tell-author", notify, folder, "author@example.com", "rejected")
     return {"post": post_id, "outcome": "rejected", "by": decision["by"]}
@@ -191,16 +175,17 @@ def settle(ctx, folder, post_id, decision):
 
 @dl.workflow("test-ex07-no-escalation", version=1)
 def publish_without_escalation(ctx, folder, post_id):
+    draft = ctx.step("draft", write_draft, folder, post_id)
     ctx.step("ask-editor", notify, folder, "editor@example.com", f"Please review {post_id}")
     decision = ctx.wait_for_signal("approval", timeout=1 * DAY)
-    return settle(ctx, folder, post_id, decision)   # wrong: gives up at once, nobody else is asked
+    return settle(ctx, folder, post_id, decision, draft)   # wrong: gives up at once, nobody else is asked
 
 
 def test_07_a_deadline_without_escalation_fails_the_escalation_tests():
     result = run("07_approval_deadline", "q1", publish_without_escalation)
     assert [t.name.split(":")[0] for t in result.tests if t.status != checks.PASSED] == [
         "no answer for a day", "after the escalation the manager's answer counts",
-        "nobody answers for two days"]
+        "after the escalation the manager rejects", "nobody answers for two days"]
 
 
 def think(folder, goal, turn):
@@ -220,13 +205,16 @@ def test_08_an_agent_that_records_no_cost_fails_q1():
     assert "recorded cost is 0.0" in result.tests[0].message
 
 
-def test_08_a_budget_one_step_too_generous_fails_q2():
-    def off_by_one(engine, agent, folder, run_id):
-        return engine.start(agent, folder, "goal", run_id=run_id, budget=dl.Budget(max_steps=201))
+def off_by_one(engine, agent, folder, run_id):
+    return engine.start(agent, folder, "goal", run_id=run_id,
+                        budget=dl.Budget(max_steps=MAX_STEPS + 1))     # noqa: F821 (set by the check)
 
+
+def test_08_a_budget_one_step_too_generous_fails_q2():
     result = run("08_budgets", "q2", off_by_one)
     assert result.passed == 0
-    assert "made 201 model calls" in result.tests[0].message
+    assert re.search(r"made (\d+) model calls with MAX_STEPS = \d+", result.tests[0].message)
+    assert "MAX_STEPS" not in globals()              # the check put the namespace back
 
 
 # wrong answers told what is wrong, right answers written differently ------------------------
@@ -260,19 +248,20 @@ def plan_that_swallows_failures(ctx, folder, n, k):
 def test_06_a_plan_that_hides_a_failed_step_is_told_to_let_it_fail():
     result = run("06_choose_k", "q2", plan_that_swallows_failures)
     failing = [t for t in result.tests if t.status != checks.PASSED]
-    assert [t.name.split(",")[0] for t in failing] == [
-        "each step gets up to k attempts of its own", "simulated: 400 runs at p=0.9"]
+    assert [t.name.split(",")[0].split(":")[0] for t in failing] == [
+        "each step gets up to k attempts of its own", "simulated"]
     assert all("StepFailed" in t.hint for t in failing)
 
 
 @dl.workflow("test-ex07-escalation-outside-a-step", version=1)
 def publish_escalating_outside_a_step(ctx, folder, post_id):
+    draft = ctx.step("draft", write_draft, folder, post_id)
     ctx.step("ask-editor", notify, folder, "editor@example.com", f"Please review {post_id}")
     decision = ctx.wait_for_signal("approval", timeout=1 * DAY)
     if decision is None:
         notify(folder, "manager@example.com", "escalated")      # wrong: sent on every replay
         decision = ctx.wait_for_signal("approval", timeout=1 * DAY)
-    return settle(ctx, folder, post_id, decision)
+    return settle(ctx, folder, post_id, decision, draft)
 
 
 def test_07_an_email_outside_a_step_is_named_as_the_cause():
@@ -289,7 +278,7 @@ def test_08_a_budget_of_what_seems_left_fails_q2_with_the_reason():
         except dl.UnknownRunError:
             used = 0
         return engine.start(agent, folder, "goal", run_id=run_id,
-                            budget=dl.Budget(max_steps=200 - used))   # wrong: counted twice
+                            budget=dl.Budget(max_steps=MAX_STEPS - used))   # noqa: F821  wrong: counted twice
 
     result = run("08_budgets", "q2", start_agent)
     failing = [t for t in result.tests if t.status != checks.PASSED]
@@ -302,6 +291,6 @@ def test_08_resuming_an_existing_run_instead_of_starting_it_passes():
             return engine.resume(run_id)          # the budget was stored with the run
         except dl.UnknownRunError:
             return engine.start(agent, folder, "goal", run_id=run_id,
-                                budget=dl.Budget(max_steps=200))
+                                budget=dl.Budget(max_steps=MAX_STEPS))     # noqa: F821
 
     assert run("08_budgets", "q2", start_agent).status == checks.PASSED

@@ -11,7 +11,7 @@ import nbformat
 import pytest
 
 from durable_lite.grading import checker, checks
-from durable_lite.grading.checks import FAILED, NOT_ATTEMPTED, PASSED, RESULTS_ENV, QuestionResult
+from durable_lite.grading.checks import FAILED, NOT_ATTEMPTED, PASSED, QuestionResult
 
 Outcome = checks.TestResult      # (a name pytest would try to collect)
 
@@ -68,7 +68,6 @@ def test_in_a_notebook_check_displays_html_with_the_text_beside_it(monkeypatch, 
     import IPython.display
 
     shown = []
-    monkeypatch.delenv(RESULTS_ENV, raising=False)
     monkeypatch.setattr(IPython, "get_ipython", lambda: FakeShell())
     monkeypatch.setattr(IPython.display, "display", lambda obj, raw=False: shown.append((obj, raw)))
     checker("01_naive_retry")("q2", lambda step, when: 0)
@@ -82,7 +81,7 @@ def test_in_a_notebook_check_displays_html_with_the_text_beside_it(monkeypatch, 
 def test_the_grader_gets_plain_text_even_in_a_kernel(monkeypatch, capsys, tmp_path):
     import IPython
 
-    monkeypatch.setenv(RESULTS_ENV, str(tmp_path / "results.jsonl"))
+    monkeypatch.setattr(checks, "PLAIN_TEXT", True)            # what the grader's first cell sets
     monkeypatch.setattr(IPython, "get_ipython", lambda: FakeShell())
     checker("01_naive_retry")("q2", lambda step, when: 0)
     assert "q2 · predict the refunds:" in capsys.readouterr().out
@@ -98,7 +97,6 @@ def test_a_real_kernel_shows_the_html(tmp_path, monkeypatch):
     """What a learner's notebook saves: one display output with HTML and the plain text."""
     from nbclient import NotebookClient
 
-    monkeypatch.delenv(RESULTS_ENV, raising=False)
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
         'from durable_lite.grading import checker\n'
         'check = checker("01_naive_retry")\n'

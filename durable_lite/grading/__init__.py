@@ -1,39 +1,43 @@
-"""Graded exercises: feedback inside the notebook, and a grader for instructors.
+"""Graded exercises: feedback inside the notebook, and a grader an instructor can trust.
 
 In an exercise notebook:
 
     from durable_lite.grading import checker
     check = checker("02_memoize")
     ...
-    check("q1", memo_step, open_memo)      # runs every test of q1 and prints each result
+    check("q1", memo_step, open_memo)      # runs every test of q1, on fresh cases, and
+                                           # prints each result
 
 From a shell:
 
-    python -m durable_lite.grading generate                 # solutions/ -> exercises/
-    python -m durable_lite.grading exercises/02_memoize.ipynb [more.ipynb ...] [--json]
+    python -m durable_lite.grading generate                     # solutions/ -> exercises/
+    python -m durable_lite.grading my_work/02_memoize.ipynb     # grade notebooks, one table each
+    python -m durable_lite.grading report class/ --out report/  # a class: CSV, summary, chart
 
-Each exercise's tests live in their own module (ex01_naive_retry.py, ...), found by name and
-loaded only when a notebook asks for them.
+The machinery, one idea per module:
+
+    checks.py     questions, tests and their results; `check(...)` in a notebook
+    cases.py      fresh cases: the seeded `draw` a test receives
+    ledgers.py    judge an answer by what the simulated world recorded
+    harness.py    what exercise checks share: scratch folders, crash-and-resume, the sweep
+    child.py, portable.py   run a learner's function in a fresh Python process
+    generate.py   write exercises/ from solutions/ (answer regions become stubs)
+    assemble.py   the notebook the grader runs: its own cells, the learner's answers
+    protocol.py   the grader's cells inside the kernel, and the signed results they return
+    isolation.py, reaper.py   a private home, config and process group per notebook
+    grader.py     grade one notebook; report.py: grade a class
+
+The checks of each exercise live apart, in `exercises/` (ex01_naive_retry.py, ...), found by
+name and loaded only when a notebook asks for them. README.md in this folder is the guide
+for writing a new one.
 """
 
 import importlib
-import pkgutil
-import re
 
 from .checks import Checker, Exercise, Fail, NotAttempted, QuestionResult, run_question
+from .exercises import discover
 
-
-def _discover():
-    """exercise id (the notebook's name, "02_memoize") -> module with its tests ("ex02_memoize").
-
-    Found by file name, without importing anything: adding `exNN_name.py` (defining
-    EXERCISE) and `solutions/NN_name.ipynb` is all a new exercise needs.
-    """
-    return {m.name[2:]: m.name for m in pkgutil.iter_modules(__path__)
-            if re.fullmatch(r"ex\d\d_\w+", m.name)}
-
-
-EXERCISES = _discover()
+EXERCISES = discover()
 
 _current = None
 
@@ -43,7 +47,7 @@ def exercise(exercise_id: str) -> Exercise:
     if exercise_id not in EXERCISES:
         known = ", ".join(sorted(EXERCISES))
         raise KeyError(f"no exercise {exercise_id!r}; the exercises are {known}")
-    module = importlib.import_module(f".{EXERCISES[exercise_id]}", __name__)
+    module = importlib.import_module(f".exercises.{EXERCISES[exercise_id]}", __name__)
     return module.EXERCISE
 
 
@@ -54,12 +58,12 @@ def checker(exercise_id: str) -> Checker:
     return _current
 
 
-def check(question: str, *answers) -> None:
+def check(question: str, *answers, seed=None) -> None:
     """Check an answer of the exercise most recently opened with `checker(...)`."""
     if _current is None:
         print('Run `check = checker("NN_name")` (the first code cell of the exercise) first.')
         return None
-    return _current(question, *answers)
+    return _current(question, *answers, seed=seed)
 
 
 __all__ = ["EXERCISES", "Checker", "Exercise", "Fail", "NotAttempted", "QuestionResult", "check",

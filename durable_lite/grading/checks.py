@@ -6,9 +6,14 @@ and what to try. The runner never stops at the first failure, never shows a bare
 traceback, and turns an untouched stub (`raise NotImplementedError`) into "not attempted
 yet" instead of an error.
 
-When the grader runs a notebook it sets DURABLE_LITE_GRADING_RESULTS to a file; every
-check then appends one JSON line to it. That file, not the printed text, is how scores
-leave the kernel, so a notebook that later crashes or hangs keeps the scores it earned.
+Every run of a check draws fresh cases (see cases.py): a test that names a `draw`
+parameter gets a seeded generator, new for each `check(...)`, so an answer that returns
+what one fixed case expects cannot pass. `check("q1", fn, seed=N)` repeats the cases of the
+run that printed seed N.
+
+Nothing a check prints or returns is a score. The grader runs these same tests itself,
+after the learner's code, and takes their results from the kernel's reply to its own cell
+(protocol.py).
 
 In a Jupyter notebook the report is shown as HTML (passes green, failures red, long lines
 wrapped to the cell's width); in a terminal, under pytest and under the grader it is the
@@ -17,9 +22,10 @@ same report as plain text.
 
 import contextlib
 import html
+import inspect
 import io
-import json
 import os
+import random
 import signal
 import sys
 import sysconfig
@@ -27,10 +33,12 @@ import tempfile
 import threading
 import traceback
 from dataclasses import asdict, dataclass, field
-from typing import Callable, Dict, List
+from typing import Callable, Dict, List, Optional
 
-RESULTS_ENV = "DURABLE_LITE_GRADING_RESULTS"
+from .cases import Draw, derive_seed, fresh_seed
+
 TEST_TIME_LIMIT = 60.0            # seconds per test, so one infinite loop costs one test
+PLAIN_TEXT = False                # set by the grader: nobody watches, plain text it is
 
 PASSED, FAILED, NOT_ATTEMPTED = "passed", "failed", "not attempted"
 
@@ -61,6 +69,11 @@ class Test:
     fn: Callable
     hint: str = ""
 
+    @property
+    def draws(self) -> bool:
+        """Does the test take fresh cases (a `draw` parameter)?"""
+        return "draw" in inspect.signature(self.fn).parameters
+
 
 @dataclass
 class Question:
@@ -70,7 +83,12 @@ class Question:
     tests: List[Test] = field(default_factory=list)
 
     def test(self, name: str, hint: str = ""):
-        """Decorator: `@q1.test("no crash: one refund", hint="...")`."""
+        """Decorator: `@q1.test("no crash: one refund", hint="...")`.
+
+        The test is called with the learner's answers, in the order `answers` names them,
+        plus `draw=` (a seeded `cases.Draw`) if it has a parameter of that name. It passes
+        by returning, fails by raising `Fail(message, hint)`. The name is shown to the
+        learner and must not change between runs: draw values inside the test, not in it."""
         def register(fn):
             self.tests.append(Test(name, fn, hint))
             return fn
@@ -109,6 +127,7 @@ class QuestionResult:
     question: str
     title: str
     tests: List[TestResult]
+    seed: Optional[int] = None           # the cases' seed: check(..., seed=N) repeats them
 
     @property
     def passed(self) -> int:
@@ -127,7 +146,14 @@ class QuestionResult:
     def to_json(self) -> dict:
         return {"exercise": self.exercise, "question": self.question, "title": self.title,
                 "status": self.status, "passed": self.passed, "total": self.total,
-                "tests": [asdict(t) for t in self.tests]}
+                "seed": self.seed, "tests": [asdict(t) for t in self.tests]}
+
+    @property
+    def repeat_line(self) -> str:
+        """How to see a failed run's cases again (shown only when something failed)."""
+        if self.status != FAILED or self.seed is None:
+            return ""
+        return f"(these cases: seed={self.seed}; add seed={self.seed} to the check to see them again)"
 
     def report(self) -> str:
         head = f"{self.question} · {self.title}: "
@@ -149,6 +175,8 @@ class QuestionResult:
                     lines.extend("      " + line for line in t.message.splitlines())
                 if t.hint:
                     lines.append(f"      hint: {t.hint}")
+        if self.repeat_line:
+            lines.append("  " + self.repeat_line)
         return "\n".join(lines)
 
     def html(self) -> str:
@@ -173,6 +201,8 @@ class QuestionResult:
                     body += _html_line(e(t.message), 3)
                 if not ok and t.hint:
                     body += _html_line(f"<i>hint:</i> {e(t.hint)}", 3, _HINT)
+            if self.repeat_line:
+                body += _html_line(e(self.repeat_line), 1, "#666666")
         head = (f"<div style='color:{colour}; font-weight:bold'>"
                 f"{e(self.question)} · {e(self.title)}: {e(verdict)}</div>")
         return (f"<div class='durable-lite-check' style='{_BOX}; border-left:4px solid {colour}'>"
@@ -193,32 +223,42 @@ def _html_line(inner: str, indent: int, colour: str = "") -> str:
 
 
 # running ------------------------------------------------------------------------------------
-def run_question(exercise: Exercise, qid: str, answers) -> QuestionResult:
-    """Run every test of question `qid` against `answers`; never raises for a wrong answer."""
+def run_question(exercise: Exercise, qid: str, answers, seed: Optional[int] = None,
+                 time_limit: Optional[float] = None) -> QuestionResult:
+    """Run every test of question `qid` against `answers`; never raises for a wrong answer.
+
+    seed: the cases' seed (None: a fresh one). Each test draws from its own generator,
+    seeded from (seed, exercise, question, test name).
+    time_limit: seconds per test (default TEST_TIME_LIMIT)."""
     question = exercise.questions[qid]
+    seed = fresh_seed() if seed is None else int(seed)
     if len(answers) != len(question.answers):
         names = ", ".join(question.answers)
         message = (f"{question.call} expects {len(question.answers)} answer(s) ({names}); "
                    f"it was given {len(answers)}.")
         results = [TestResult(t.name, FAILED, message) for t in question.tests]
-        return QuestionResult(exercise.id, qid, question.title, results)
-    results = [_run_test(test, answers) for test in question.tests]
-    return QuestionResult(exercise.id, qid, question.title, results)
+        return QuestionResult(exercise.id, qid, question.title, results, seed)
+    limit = TEST_TIME_LIMIT if time_limit is None else time_limit
+    results = [_run_test(test, answers, Draw(derive_seed(seed, exercise.id, qid, test.name)), limit)
+               for test in question.tests]
+    return QuestionResult(exercise.id, qid, question.title, results, seed)
 
 
-def _run_test(test: Test, answers) -> TestResult:
+def _run_test(test: Test, answers, draw: Draw, limit: float) -> TestResult:
     sink = io.StringIO()   # the learner's prints would bury the report; tests call code often
+    extra = {"draw": draw} if test.draws else {}
+    state = random.getstate()    # a check must not move the notebook's own random numbers
     try:
-        with _time_limit(TEST_TIME_LIMIT), contextlib.redirect_stdout(sink), \
+        with _time_limit(limit), contextlib.redirect_stdout(sink), \
                 contextlib.redirect_stderr(sink):
-            test.fn(*answers)
+            test.fn(*answers, **extra)
     except Fail as fail:
         return TestResult(test.name, FAILED, sanitize(fail.message), sanitize(fail.hint or test.hint))
     except (NotAttempted, NotImplementedError) as exc:
         return TestResult(test.name, NOT_ATTEMPTED, _STUB_ADVICE, sanitize(str(exc)))
     except TestTookTooLong:
         return TestResult(test.name, FAILED,
-                          f"this test took longer than {TEST_TIME_LIMIT:.0f} s and was stopped",
+                          f"this test took longer than {limit:.0f} s and was stopped",
                           "look for a loop that never ends (a retry loop without a limit?)")
     except KeyboardInterrupt:
         return TestResult(test.name, FAILED, "interrupted before it finished",
@@ -226,6 +266,8 @@ def _run_test(test: Test, answers) -> TestResult:
     except BaseException as exc:  # the learner's code raised: report it, keep going
         return TestResult(test.name, FAILED, sanitize("your code raised " + describe(exc)),
                           sanitize(test.hint))
+    finally:
+        random.setstate(state)
     return TestResult(test.name, PASSED)
 
 
@@ -284,18 +326,6 @@ def _time_limit(seconds: float):
         signal.signal(signal.SIGALRM, previous)
 
 
-def record(result: QuestionResult) -> None:
-    """Append the result to the grader's results file, if a grader is listening."""
-    path = os.environ.get(RESULTS_ENV)
-    if not path:
-        return
-    try:
-        with open(path, "a", encoding="utf-8") as f:
-            f.write(json.dumps(result.to_json()) + "\n")
-    except OSError as exc:  # feedback in the notebook matters more than the grader's copy
-        print(f"(could not record this result for the grader: {exc})", file=sys.stderr)
-
-
 # the callable a notebook uses ------------------------------------------------------------
 class Checker:
     """`check = checker("02_memoize")`, then `check("q1", memo_step, open_memo)`."""
@@ -307,15 +337,13 @@ class Checker:
         qs = ", ".join(f"{q.id} ({q.title})" for q in self.exercise.questions.values())
         return f"<checks for exercise {self.exercise.id}: {qs}>"
 
-    def __call__(self, question: str, *answers) -> None:
+    def __call__(self, question: str, *answers, seed: Optional[int] = None) -> None:
         ex = self.exercise
         if question not in ex.questions:
             known = ", ".join(repr(q) for q in ex.questions)
             print(f"Exercise {ex.id} has no question {question!r}; its questions are {known}.")
             return None
-        result = run_question(ex, question, answers)
-        record(result)
-        show(result)
+        show(run_question(ex, question, answers, seed=seed))
         return None
 
 
@@ -332,7 +360,7 @@ def _notebook_is_watching() -> bool:
     """A Jupyter kernel is running this code and a person will see its output. The grader
     also runs notebooks in a kernel, but nobody watches: it gets the plain report, which
     its saved notebook keeps as text."""
-    if os.environ.get(RESULTS_ENV):
+    if PLAIN_TEXT:
         return False
     ipython = sys.modules.get("IPython")       # never import IPython just to find out
     shell = ipython.get_ipython() if ipython is not None else None

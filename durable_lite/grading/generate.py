@@ -21,8 +21,10 @@ generator uncomments it:
         ### END SOLUTION
 
 Markdown cells use the same markers; without a stub the region becomes "*Your answer here.*".
-Every output, execution count and timing is cleared. The result is a pure function of the
-solution file, so a test can regenerate it in memory and compare.
+Every output, execution count and timing is cleared. A cell that held a solution region is
+marked as an answer cell (`metadata.durable_lite.answer`): the grader runs the learner's
+version of those cells and its own version of every other. The result is a pure function
+of the solution file, so a test can regenerate it in memory and compare.
 """
 
 import json
@@ -104,6 +106,8 @@ def exercise_notebook(solution: "nbformat.NotebookNode", name: str) -> "nbformat
     for index, cell in enumerate(nb.cells):
         where = f"solutions/{name}, cell {index}"
         if cell.cell_type in ("code", "markdown"):
+            if has_answer(cell.source):
+                cell.metadata["durable_lite"] = {"answer": True}
             cell.source = strip_solutions(cell.source, cell.cell_type, where)
         if cell.cell_type == "code":
             cell.outputs = []
@@ -113,6 +117,17 @@ def exercise_notebook(solution: "nbformat.NotebookNode", name: str) -> "nbformat
     nb.metadata["durable_lite"] = {"exercise": Path(name).stem,
                                    "generated_from": f"solutions/{name}"}
     return nb
+
+
+def has_answer(source: str) -> bool:
+    """Does this cell hold a solution region (is it one the learner writes in)?"""
+    return any(line.strip().startswith(BEGIN) for line in source.splitlines())
+
+
+def is_answer_cell(cell) -> bool:
+    """An answer cell of a generated exercise (marked), or of a solution (has a region)."""
+    return bool(cell.get("metadata", {}).get("durable_lite", {}).get("answer")) or \
+        has_answer(cell.get("source", ""))
 
 
 def render(solution_path) -> str:

@@ -1,15 +1,28 @@
-"""What the exercise checks share: scratch folders, a fresh world, crash-and-resume runs."""
+"""What the exercise checks share: scratch folders, crash-and-resume runs, and the sweep.
+
+Two ways to crash a learner's workflow, and when each fits:
+
+- `sweep_of(wf, ...)` is `dl.faults.sweep`: every crash point a clean run passes, each
+  resumed to the end in a fresh world, the world's ledgers compared with the clean run.
+  Use it whenever the question is "does anything happen twice, get lost, or end
+  differently if the process dies anywhere?" — one mechanism for the course and the checks.
+- `EngineRuns` starts a run, crashes it once where you say, and resumes it with a fresh
+  engine on the same store. Use it when a case needs something the sweep keeps fixed: a
+  clock that starts at a drawn time, ids that differ per engine, Python's global random
+  generator seeded differently before the resume.
+"""
 
 import contextlib
 import os
+import random
 import shutil
 import tempfile
+import uuid
 
-from .. import examples
 from ..clock import FakeClock, SequentialIds
 from ..engine import Engine
-from ..errors import Crash
-from ..faults import CrashAt
+from ..errors import Crash, NonDeterminismError
+from ..sim import forget_worlds
 from ..store import SQLiteStore
 from .checks import Fail, NotAttempted
 
@@ -23,10 +36,7 @@ def scratch(label="check"):
     try:
         yield folder
     finally:
-        # Forget the world objects opened on this folder; their connections close with them.
-        # (World.close() cannot be used: TicketDesk.close(ticket) hides _Ledger.close().)
-        for key in [k for k in examples._worlds if str(k[0]).startswith(folder)]:
-            examples._worlds.pop(key)
+        forget_worlds(folder)
         shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -34,9 +44,12 @@ _MOMENTS = {"before_step": "just before step {!r}", "after_effect": "right after
             "after_checkpoint": "after step {!r} was recorded"}
 
 
-def crash_label(crash: CrashAt) -> str:
-    """"right after step 'refund' ran" — the moment of a crash point, in words."""
-    return _MOMENTS[crash.when].format(crash.step)
+def crash_label(crash) -> str:
+    """"right after step 'refund' ran" — the moment of a crash point (a CrashAt, a sweep
+    Point or a sweep row), in words."""
+    step = crash["step"] if isinstance(crash, dict) else crash.step
+    when = crash["when"] if isinstance(crash, dict) else crash.when
+    return _MOMENTS[when].format(step)
 
 
 def needs_callable(value, name: str):
@@ -54,28 +67,89 @@ def needs_workflow(value, name: str):
                    'decorate it with @dl.workflow("...", version=1) as given in the cell')
 
 
+def diverged(status, error) -> bool:
+    """Did a replay take another path than the first execution? Today the engine raises
+    NonDeterminismError (the sweep reports it as status "diverged"); an engine that records
+    divergence as a terminal status says "diverged". Either counts."""
+    return status == "diverged" or "NonDeterminism" in (error or "")
+
+
+def unfinished(status, error, what: str):
+    """Raise NotAttempted for a stub, else Fail, for a run that did not complete."""
+    if error and "NotImplementedError" in error:
+        raise NotAttempted(f"{what} (or a function it calls) still raises NotImplementedError")
+    if diverged(status, error):
+        raise Fail(f"{what} diverged on replay: {_first_sentence(error)}",
+                   "the replay made different calls than the first execution: something in "
+                   "the orchestration changed between the two (the clock, an id, randomness, "
+                   "a model's answer)")
+    raise Fail(f"{what} ended {status}" + (f": {error}" if error else ""))
+
+
+def _first_sentence(text) -> str:
+    return (text or "").split(". ")[0]
+
+
+class SeededIds:
+    """Ids shaped like uuid4's, from a seed: as different from another seed's as real
+    uuids are (in every character, not only a prefix), and the same for the same seed."""
+
+    def __init__(self, seed):
+        self.rng = random.Random(str(seed))
+
+    def __call__(self) -> str:
+        return str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
+
+
 class EngineRuns:
     """Start a workflow, crash it once, and resume it with a fresh engine on the same store —
-    as a restarted process would — with a fake clock and predictable ids and randomness."""
+    as a restarted process would — with a fake clock and predictable ids and randomness.
 
-    def __init__(self, folder, seed=0, ids_prefix="id", pause=3600.0):
+    start: the fake clock's first reading (draw one, so a literal time cannot pass).
+    ids:   by default every engine numbers its ids from 1 (`id-0001`), so two runs on two
+           engines get the same first id. Give runs that must differ, as two processes'
+           uuid4() would, an id seed each (`run(..., ids=draw.token())`)."""
+
+    def __init__(self, folder, seed=0, ids_prefix="id", pause=3600.0, start=START):
         self.folder, self.seed, self.ids_prefix, self.pause = folder, seed, ids_prefix, pause
-        self.clock = FakeClock(START)
+        self.clock = FakeClock(start)
 
-    def engine(self, crash=None, worker="worker-1"):
+    def engine(self, crash=None, worker="worker-1", ids=None):
+        source = SeededIds(ids) if ids is not None else SequentialIds(self.ids_prefix)
         return Engine(SQLiteStore(os.path.join(self.folder, "runs.db")), self.clock,
-                      ids=SequentialIds(self.ids_prefix), seed=self.seed, worker=worker,
-                      crash_at=crash)
+                      ids=source, seed=self.seed, worker=worker, crash_at=crash)
 
-    def run(self, wf, *args, run_id="run-1", crash=None, **kwargs):
+    def run(self, wf, *args, run_id="run-1", crash=None, ids=None, **kwargs):
         """Returns the final Run. A crash is followed by a pause and one resume."""
         try:
-            return self.engine(crash).start(wf, *args, run_id=run_id, **kwargs)
+            return self.engine(crash, ids=ids).start(wf, *args, run_id=run_id, **kwargs)
         except Crash:
             pass
         self.clock.advance(self.pause)           # the restart takes a while
-        return self.engine(worker="worker-2").resume(run_id)
+        return self.engine(worker="worker-2", ids=ids).resume(run_id)
 
 
 def step_names(engine, run_id):
     return [row["step"] for row in engine.history(run_id) if row["kind"] == "step"]
+
+
+def sweep_of(wf, *args, what: str, **options):
+    """`dl.faults.sweep(wf, *args, **options)` for a check: no progress bar, and a sweep that
+    cannot finish (or a clean run that fails) becomes feedback instead of a traceback.
+
+    Returns the Sweep. Its clean run completed; the rows are the learner's to judge."""
+    from ..faults import SweepError, sweep
+    try:
+        result = sweep(wf, *args, progress=False, **options)
+    except SweepError as exc:
+        text = str(exc)
+        if "NotImplementedError" in text:
+            raise NotAttempted(f"{what} (or a function it calls) still raises NotImplementedError") from None
+        raise Fail(f"{what} could not be crashed and finished: {text.split(': ', 1)[-1]}") from None
+    except NonDeterminismError as exc:
+        raise Fail(f"{what} diverged on replay: {_first_sentence(str(exc))}") from None
+    clean = result.clean
+    if clean["status"] != "completed":
+        unfinished(clean["status"], clean["error"], f"{what}, run once without a crash,")
+    return result
+

@@ -20,8 +20,11 @@ class NotPortable(Exception):
     """A function uses something that cannot be recreated in another process."""
 
 
-def module_source(*roots, extra: str = "") -> str:
-    """Python source defining `roots` (functions) and everything they use by global name."""
+def module_source(*roots, extra: str = "", call_as=None) -> str:
+    """Python source defining `roots` (functions) and everything they use by global name.
+
+    call_as: {name the check calls: function} for answers the learner may have defined under
+    another name (`refund_key = my_key`): the module gets `refund_key = my_key` too."""
     imports, constants, bodies = [], [], []
     seen_names, seen_fns = set(), set()
     queue = list(roots)
@@ -56,8 +59,13 @@ def module_source(*roots, extra: str = "") -> str:
                     f"{fn.__name__} uses `{name}`, a {type(value).__name__} that lives only in "
                     "this notebook's memory, so a fresh process cannot have it. Pass it as an "
                     "argument, or create it inside the function.")
+    aliases = []
+    for name, fn in (call_as or {}).items():
+        real = getattr(getattr(fn, "fn", fn), "__name__", name)
+        if real != name:
+            aliases.append(f"{name} = {real}")
     parts = ["# Written by durable_lite.grading: the learner's code, for a fresh process.",
-             *sorted(set(imports)), "", *constants, "", *reversed(bodies), extra]
+             *sorted(set(imports)), "", *constants, "", *reversed(bodies), *aliases, extra]
     return "\n".join(parts) + "\n"
 
 

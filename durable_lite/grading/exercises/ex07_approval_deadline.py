@@ -5,16 +5,23 @@ a decision, a scheduler tick) uses a fresh Engine on the same SQLite file — as
 process would — and time moves only when the test moves its FakeClock. The test sends a
 decision with `engine.signal`, or withholds it and lets the deadline pass, then calls
 `engine.recover()` and counts the mail in the simulated world.
+
+Every branch the task names is driven, each in its own test: the editor approves, the
+editor rejects, nobody answers and the manager is asked, the manager approves, the manager
+rejects, nobody answers at all. The post, the people and the moments they answer are drawn.
+In every branch the model's ledger must show one draft, and a published post must carry
+the text of that draft: a draft written outside a step is written again on every replay,
+and what gets published is not what the editor was asked to review.
 """
 
 import os
 
-from .. import examples
-from ..clock import FakeClock, SequentialIds
-from ..engine import Engine
-from ..store import SQLiteStore
-from .checks import Exercise, Fail, NotAttempted
-from .harness import START, needs_workflow, scratch
+from ...clock import FakeClock, SequentialIds
+from ...engine import Engine
+from ...store import SQLiteStore
+from ..checks import Exercise, Fail, NotAttempted
+from ..harness import START, needs_workflow, scratch
+from ..ledgers import Ledgers
 
 EXERCISE = Exercise("07_approval_deadline", "A deadline and an escalation path",
                     lesson="notebooks/07_waiting_for_a_human.ipynb")
@@ -22,8 +29,6 @@ EXERCISE = Exercise("07_approval_deadline", "A deadline and an escalation path",
 HOUR, DAY = 3600, 24 * 3600
 EDITOR, MANAGER = "editor@example.com", "manager@example.com"
 AUTHOR, READERS = "author@example.com", "readers@example.com"
-POST = "P-7"
-RUN_ID = f"post-{POST}"
 
 q1 = EXERCISE.question("q1", "publish_post", answers=["publish_post"])
 
@@ -31,12 +36,15 @@ q1 = EXERCISE.question("q1", "publish_post", answers=["publish_post"])
 class Desk:
     """One post's run, driven through time by fresh engines on one store."""
 
-    def __init__(self, folder, workflow):
+    def __init__(self, folder, workflow, draw):
         needs_workflow(workflow, "publish_post")
         self.folder, self.workflow = folder, workflow
         self.world_folder = os.path.join(folder, "world")
         self.clock = FakeClock(START)
         self.ticks = 0
+        self.post = f"P-{draw.randint(1, 999)}"
+        self.run_id = f"post-{self.post}-{draw.token(4)}"
+        self.editor, self.manager = draw.distinct(draw.person, 2)
 
     def engine(self):
         self.ticks += 1        # every action is a new process: nothing survives in memory
@@ -44,7 +52,7 @@ class Desk:
                       ids=SequentialIds("id"), seed=0, worker=f"process-{self.ticks}")
 
     def start(self):
-        run = self.engine().start(self.workflow, self.world_folder, POST, run_id=RUN_ID)
+        run = self.engine().start(self.workflow, self.world_folder, self.post, run_id=self.run_id)
         if run.error and "NotImplementedError" in run.error:
             raise NotAttempted("publish_post still raises NotImplementedError")
         if run.status == "failed":
@@ -56,24 +64,43 @@ class Desk:
         self.clock.advance(seconds)
         engine = self.engine()
         engine.recover()
-        return engine.get(RUN_ID)
+        return engine.get(self.run_id)
 
     def decide(self, approved, by):
         engine = self.engine()
-        before = engine.get(RUN_ID)
+        before = engine.get(self.run_id)
         if before.status != "waiting":
             ended = f"{before.status}: {before.error}" if before.error else \
                 f"{before.status}, {before.result!r}"
             raise Fail(f"{by}'s decision could not be delivered: the run had already ended "
                        f"({ended}) instead of waiting for it", _error_hint(before))
-        engine.signal(RUN_ID, "approval", {"approved": approved, "by": by})
+        engine.signal(self.run_id, "approval", {"approved": approved, "by": by})
         engine.recover()
-        return engine.get(RUN_ID)
+        return engine.get(self.run_id)
 
     def mail(self):
-        mailer = examples.world_at(self.world_folder).mailer
-        return {"editor": mailer.count(EDITOR), "manager": mailer.count(MANAGER),
-                "author": mailer.count(AUTHOR), "published": mailer.count(READERS)}
+        mailer = Ledgers(self.world_folder)
+        return {"editor": len(mailer.mail(EDITOR)), "manager": len(mailer.mail(MANAGER)),
+                "author": len(mailer.mail(AUTHOR)), "published": len(mailer.mail(READERS))}
+
+    def expect_one_draft(self, when):
+        """One draft per post, and a published post carries that draft's text."""
+        world = Ledgers(self.world_folder)
+        calls = world.model_calls()
+        if calls != 1:
+            raise Fail(f"{when}, the model was called {calls} times; expected once (one "
+                       "draft per post)" if calls else
+                       f"{when}, the model was never called: no draft was written",
+                       "write the draft in a step (ctx.step(\"draft\", write_draft, ...)): "
+                       "outside a step it is written again on every replay, after every wait,"
+                       " and the post published is not the draft the editor was asked to review")
+        draft = world.model_answers()[0]
+        for message in world.mail(READERS):
+            if draft[:40] not in message["subject"]:
+                raise Fail(f"{when}, the post went out as {message['subject']!r}, which is not "
+                           f"the draft the model wrote before the editor was asked "
+                           f"({draft[:40]!r}...)",
+                           "publish the text of the draft step's result: draft[\"text\"]")
 
 
 def _error_hint(run) -> str:
@@ -122,51 +149,57 @@ def _waiting(run, when, deadline):
                    "ctx.wait_for_signal(\"approval\", timeout=1 * DAY) for each of the two waits")
 
 
-@q1.test("start() returns at once: the editor is asked, the run waits for 'approval' for one day",
-         hint="ask the editor in a step, then ctx.wait_for_signal(\"approval\", timeout=1 * DAY)")
-def _(publish_post):
+@q1.test("start() returns at once: the draft is written, the editor is asked, the run waits "
+         "for 'approval' for one day",
+         hint="write the draft and ask the editor in steps, then "
+              "ctx.wait_for_signal(\"approval\", timeout=1 * DAY)")
+def _(publish_post, draw):
     with scratch("ex07") as folder:
-        desk = Desk(folder, publish_post)
+        desk = Desk(folder, publish_post, draw)
         run = desk.start()
         _waiting(run, "right after start()", START + DAY)
         _mail(desk, {"editor": 1, "manager": 0, "author": 0, "published": 0}, "right after start()")
+        desk.expect_one_draft("right after start()")
 
 
-@q1.test("the editor approves within the day: the post is published once, by the editor",
+@q1.test("the editor approves within the day: the draft the editor was asked about is "
+         "published once, by the editor",
          hint='an approval {"approved": True, "by": ...} publishes and returns '
               '{"post": post_id, "outcome": "published", "by": decision["by"]}')
-def _(publish_post):
+def _(publish_post, draw):
     with scratch("ex07") as folder:
-        desk = Desk(folder, publish_post)
+        desk = Desk(folder, publish_post, draw)
         desk.start()
-        desk.clock.advance(5 * HOUR)
-        run = desk.decide(True, "eddie")
-        _expect(run, {"post": POST, "outcome": "published", "by": "eddie"},
-                "after the editor approved 5 hours in")
-        _mail(desk, {"editor": 1, "manager": 0, "author": 0, "published": 1},
-              "after the editor approved")
+        hours = draw.randint(1, 23)
+        desk.clock.advance(hours * HOUR)
+        run = desk.decide(True, desk.editor)
+        when = f"after the editor approved {hours} hours in"
+        _expect(run, {"post": desk.post, "outcome": "published", "by": desk.editor}, when)
+        _mail(desk, {"editor": 1, "manager": 0, "author": 0, "published": 1}, when)
+        desk.expect_one_draft(when)
 
 
 @q1.test("the editor rejects: nothing is published and the author is told",
          hint='a rejection tells the author and returns {"post": ..., "outcome": "rejected", "by": ...}')
-def _(publish_post):
+def _(publish_post, draw):
     with scratch("ex07") as folder:
-        desk = Desk(folder, publish_post)
+        desk = Desk(folder, publish_post, draw)
         desk.start()
-        desk.clock.advance(2 * HOUR)
-        run = desk.decide(False, "eddie")
-        _expect(run, {"post": POST, "outcome": "rejected", "by": "eddie"}, "after the editor rejected")
-        _mail(desk, {"editor": 1, "manager": 0, "author": 1, "published": 0},
-              "after the editor rejected")
+        desk.clock.advance(draw.randint(1, 23) * HOUR)
+        run = desk.decide(False, desk.editor)
+        when = "after the editor rejected"
+        _expect(run, {"post": desk.post, "outcome": "rejected", "by": desk.editor}, when)
+        _mail(desk, {"editor": 1, "manager": 0, "author": 1, "published": 0}, when)
+        desk.expect_one_draft(when)
 
 
 @q1.test("no answer for a day: the manager is asked and the run waits one more day "
          "(and not a second before the deadline)",
          hint="wait_for_signal returns None when its deadline passes: then notify the manager "
               "in a step and wait for 'approval' again, for one more day")
-def _(publish_post):
+def _(publish_post, draw):
     with scratch("ex07") as folder:
-        desk = Desk(folder, publish_post)
+        desk = Desk(folder, publish_post, draw)
         desk.start()
         run = desk.later(DAY - 1)
         _waiting(run, "one second before the deadline", START + DAY)
@@ -176,33 +209,51 @@ def _(publish_post):
         _waiting(run, "when the editor's day ran out", START + 2 * DAY)
         _mail(desk, {"editor": 1, "manager": 1, "author": 0, "published": 0},
               "when the editor's day ran out")
+        desk.expect_one_draft("when the editor's day ran out")
 
 
 @q1.test("after the escalation the manager's answer counts: approved, the post is published by the manager",
          hint="the second wait's decision is handled like the first one")
-def _(publish_post):
+def _(publish_post, draw):
     with scratch("ex07") as folder:
-        desk = Desk(folder, publish_post)
+        desk = Desk(folder, publish_post, draw)
         desk.start()
         desk.later(DAY)
-        desk.clock.advance(3 * HOUR)
-        run = desk.decide(True, "mona")
-        _expect(run, {"post": POST, "outcome": "published", "by": "mona"},
-                "after the manager approved on the second day")
-        _mail(desk, {"editor": 1, "manager": 1, "author": 0, "published": 1},
-              "after the manager approved")
+        desk.clock.advance(draw.randint(1, 23) * HOUR)
+        run = desk.decide(True, desk.manager)
+        when = "after the manager approved on the second day"
+        _expect(run, {"post": desk.post, "outcome": "published", "by": desk.manager}, when)
+        _mail(desk, {"editor": 1, "manager": 1, "author": 0, "published": 1}, when)
+        desk.expect_one_draft(when)
+
+
+@q1.test("after the escalation the manager rejects: nothing is published and the author is told",
+         hint="the second wait's decision goes through the same approve-or-reject code as the "
+              "editor's: a rejection publishes nothing")
+def _(publish_post, draw):
+    with scratch("ex07") as folder:
+        desk = Desk(folder, publish_post, draw)
+        desk.start()
+        desk.later(DAY)
+        desk.clock.advance(draw.randint(1, 23) * HOUR)
+        run = desk.decide(False, desk.manager)
+        when = "after the manager rejected on the second day"
+        _expect(run, {"post": desk.post, "outcome": "rejected", "by": desk.manager}, when)
+        _mail(desk, {"editor": 1, "manager": 1, "author": 1, "published": 0}, when)
+        desk.expect_one_draft(when)
 
 
 @q1.test("nobody answers for two days: a safe default — nothing published, the author told, "
          "outcome 'expired'",
          hint='when the second wait also returns None, tell the author and return '
               '{"post": post_id, "outcome": "expired"}')
-def _(publish_post):
+def _(publish_post, draw):
     with scratch("ex07") as folder:
-        desk = Desk(folder, publish_post)
+        desk = Desk(folder, publish_post, draw)
         desk.start()
         desk.later(DAY)
         run = desk.later(DAY)
-        _expect(run, {"post": POST, "outcome": "expired"}, "after two days without an answer")
-        _mail(desk, {"editor": 1, "manager": 1, "author": 1, "published": 0},
-              "after two days without an answer")
+        when = "after two days without an answer"
+        _expect(run, {"post": desk.post, "outcome": "expired"}, when)
+        _mail(desk, {"editor": 1, "manager": 1, "author": 1, "published": 0}, when)
+        desk.expect_one_draft(when)

@@ -1,44 +1,58 @@
 """Exercise 01: make the naive runner's double refund visible, then build that runner.
 
-The expected numbers are derived from the workflow's step order, not from a reference
-solution: a crash at (step, point) means the steps before it (and the step itself, unless
-the crash came before it started) ran in attempt 1, and attempt 2 runs all four again.
+What "really happened" at each crash point is measured, not derived by hand: a naive sweep
+(`dl.faults.sweep(refund, ..., runner="naive")`) crashes the lesson's refund at every point,
+lets the job queue redeliver it, and counts the world's ledgers. q1's answers must match
+both that sweep and the ledgers of the folder the learner's own run used, so counts typed
+in from a table, without running anything, fail. q2's predictions are compared with the
+same sweep. q3's steps have drawn names and drawn results, and fail at drawn places.
 """
 
+import functools
 import numbers
 
-from .. import examples
-from ..errors import Crash
-from ..faults import AFTER_EFFECT, BEFORE_STEP, CrashAt, every_crash_point
-from ..naive import NaiveRunner
-from .checks import Exercise, Fail
-from .harness import crash_label, needs_callable, scratch
+from ... import examples
+from ...errors import Crash
+from ...faults import AFTER_EFFECT, BEFORE_STEP, CrashAt
+from ..checks import Exercise, Fail
+from ..harness import crash_label, needs_callable, scratch, sweep_of
+from ..ledgers import Ledgers
 
 EXERCISE = Exercise("01_naive_retry", "The double refund, counted",
                     lesson="notebooks/01_the_double_refund.ipynb")
 
 STEPS = list(examples.REFUND_STEPS)                        # lookup, refund, email, close
-EFFECTS = {"refund": "refunds", "email": "emails", "close": "tickets_closed"}
-KEYS = ("attempts", "step_executions", "refunds", "emails", "tickets_closed")
+EFFECTS = ("refunds", "emails", "tickets_closed")
+KEYS = ("attempts", "step_executions", *EFFECTS)
 
 
-def expected_counts(crash):
-    """What the ledgers show after the naive runner meets `crash` once (None: no crash)."""
+@functools.lru_cache(maxsize=1)
+def naive_sweep():
+    """The refund under the naive runner, crashed once at each of its 12 points and
+    redelivered, as the task runs it: order A-17, 40, the careless provider."""
+    return sweep_of(examples.refund, "A-17", 40, careless=True, runner="naive",
+                    what="the lesson's refund under the naive runner")
+
+
+def truth(crash):
+    """{attempts, step_executions, refunds, emails, tickets_closed} after one naive run that
+    met `crash` (None: no crash). Effects and attempts come from the sweep; the executions
+    follow from them: the steps that ran before the crash, then all four again."""
+    s = naive_sweep()
     if crash is None:
-        return {"attempts": 1, "step_executions": 4, "refunds": 1, "emails": 1, "tickets_closed": 1}
-    ran_in_attempt_1 = STEPS.index(crash.step) + (crash.when != BEFORE_STEP)
-    counts = {"attempts": 2, "step_executions": ran_in_attempt_1 + len(STEPS)}
-    for step, key in EFFECTS.items():
-        counts[key] = 1 + (STEPS.index(step) < ran_in_attempt_1)
-    return counts
+        return {"attempts": 1, "step_executions": len(STEPS), **_effects(s.clean)}
+    row = next(r for r in s.rows if (r["step"], r["when"]) == (crash.step, crash.when))
+    ran_before = STEPS.index(crash.step) + (crash.when != BEFORE_STEP)
+    return {"attempts": row["attempts"], "step_executions": ran_before + len(STEPS),
+            **_effects(row)}
 
 
-def measured_refunds(crash) -> int:
-    """Run the real thing: the careless provider's ledger after one naive run."""
-    with scratch("ex01") as folder:
-        NaiveRunner(max_attempts=3, crash_at=crash).run(examples.refund, folder, "A-17", 40,
-                                                       careless=True)
-        return examples.world_at(folder).careless.count()
+def _effects(row):
+    return {k: row["effects"].get(k, 0) for k in EFFECTS}
+
+
+def crash_points():
+    return [CrashAt(r["step"], r["when"]) for r in naive_sweep().rows]
 
 
 # q1 -----------------------------------------------------------------------------------------
@@ -50,9 +64,9 @@ def _counts(run_naive, crash):
     needs_callable(run_naive, "run_naive")
     with scratch("ex01") as folder:
         got = run_naive(folder, crash)
-        world = examples.world_at(folder)
-        ledgers = {"refunds": world.careless.count(), "careful_refunds": world.payments.count(),
-                   "emails": world.mailer.count(), "tickets_closed": world.tickets.closes()}
+        world = Ledgers(folder)
+        held = {k: world.counts()[k] for k in EFFECTS}
+        careful = world.world.payments.count() if world.world._used("payments") else 0
     if not isinstance(got, dict):
         raise Fail(f"run_naive returned a {type(got).__name__}; it should return a dict",
                    "return {'attempts': ..., 'step_executions': ..., 'refunds': ..., "
@@ -61,36 +75,49 @@ def _counts(run_naive, crash):
     if missing:
         raise Fail(f"the dict has no {', '.join(repr(k) for k in missing)}",
                    f"return all of {', '.join(KEYS)}")
-    return got, ledgers
+    return got, held, careful
+
+
+def _listing(counts) -> str:
+    return ", ".join(f"{k}={counts[k]}" for k in EFFECTS)
 
 
 def _compare(answer, crash):
-    got, ledgers = answer
-    want = expected_counts(crash)
-    wrong = [f"{k}: expected {want[k]}, got {got[k]!r}" for k in KEYS if got[k] != want[k]]
+    """The world must show what the sweep measured, and the answer what the world shows."""
+    got, held, careful = answer
+    want = truth(crash)
     where = "with no crash" if crash is None else f"crash {crash_label(crash)}"
-    if not wrong:
-        return
-    message = f"{where}: " + "; ".join(wrong)
-    if crash is not None and all(got[k] == v for k, v in expected_counts(None).items()):
-        raise Fail(message + "\nThese are the counts of a run that never crashed.",
-                   "pass the crash on: dl.naive.NaiveRunner(max_attempts=3, crash_at=crash_at)")
-    if ledgers["careful_refunds"]:
-        raise Fail(message + f"\nThe run paid through the provider that honours keys "
-                   f"({ledgers['careful_refunds']} refund(s) there), so a retry could not pay twice.",
+    if careful:
+        raise Fail(f"{where}: the run paid through the provider that honours keys "
+                   f"({careful} refund(s) there), so a retry could not pay twice",
                    "run the refund with careless=True, and count dl.examples.world_at(folder)"
                    ".careless.count()")
-    counted = [k for k in ("refunds", "emails", "tickets_closed") if got[k] != ledgers[k]]
+    if not any(held.values()):
+        raise Fail(f"{where}: run_naive returned {_listing(got)}, but the ledgers of the world in "
+                   "`folder` recorded nothing at all: the refund never ran there",
+                   "run dl.examples.refund with the folder the check passes in, then count from "
+                   "dl.examples.world_at(folder)")
+    if held != {k: want[k] for k in EFFECTS}:
+        if crash is not None and held == {k: truth(None)[k] for k in EFFECTS}:
+            raise Fail(f"{where}: the ledgers hold {_listing(held)}, the effects of a run that "
+                       "never crashed",
+                       "pass the crash on: dl.naive.NaiveRunner(max_attempts=3, crash_at=crash_at)")
+        raise Fail(f"{where}: the ledgers hold {_listing(held)}; a naive run that meets this "
+                   f"crash leaves {_listing(want)}",
+                   "run dl.examples.refund(folder, 'A-17', 40, careless=True) once, under "
+                   "dl.naive.NaiveRunner(max_attempts=3, crash_at=crash_at)")
+    counted = [k for k in EFFECTS if got[k] != held[k]]
     if counted:
-        raise Fail(message + "\nThe ledgers in `folder` hold " + ", ".join(
-                   f"{k}={ledgers[k]}" for k in counted) + ": those are not the numbers returned.",
-                   "count from the world kept in the folder the check passes in: "
-                   "dl.examples.world_at(folder).careless.count(), .mailer.count(), "
-                   ".tickets.closes()")
-    if any(got[k] != want[k] for k in ("attempts", "step_executions")):
-        raise Fail(message, "take attempts and step_executions from what the runner's .run(...) "
-                            "returns (a NaiveResult: .attempts, .step_executions)")
-    raise Fail(message)
+        raise Fail(f"{where}: run_naive returned {_listing(got)}, but the ledgers in `folder` "
+                   f"hold {_listing(held)}",
+                   "count after the run has ended, from dl.examples.world_at(folder): "
+                   ".careless.count(), .mailer.count(), .tickets.closes()")
+    wrong = [f"{k}: expected {want[k]}, got {got[k]!r}" for k in ("attempts", "step_executions")
+             if got[k] != want[k]]
+    if wrong:
+        raise Fail(f"{where}: " + "; ".join(wrong),
+                   "take attempts and step_executions from what the runner's .run(...) returns "
+                   "(a NaiveResult: .attempts, .step_executions)")
 
 
 @q1.test("returns a dict with attempts, step_executions, refunds, emails, tickets_closed")
@@ -113,11 +140,14 @@ def _(run_naive):
     _compare(_counts(run_naive, crash), crash)
 
 
-@q1.test("every one of the 12 crash points: the counts match what really happened",
+@q1.test("every one of the 12 crash points, in a new order each time: the counts are what the "
+         "ledgers recorded",
          hint="pass crash_at to dl.naive.NaiveRunner(max_attempts=3, crash_at=crash_at), and "
               "count from the world in `folder` (a fresh folder for every call)")
-def _(run_naive):
-    for crash in every_crash_point(STEPS):
+def _(run_naive, draw):
+    points = crash_points()
+    draw.shuffle(points)
+    for crash in points:
         _compare(_counts(run_naive, crash), crash)
 
 
@@ -128,7 +158,7 @@ q2 = EXERCISE.question("q2", "predict the refunds", answers=["predicted_refunds"
 def _predictions(predicted_refunds, steps):
     needs_callable(predicted_refunds, "predicted_refunds")
     wrong = []
-    for crash in every_crash_point(steps):
+    for crash in [c for c in crash_points() if c.step in steps]:
         guess = predicted_refunds(crash.step, crash.when)
         if guess is None:
             raise Fail(f"predicted_refunds({crash.step!r}, {crash.when!r}) returned None",
@@ -138,7 +168,7 @@ def _predictions(predicted_refunds, steps):
             raise Fail(f"predicted_refunds({crash.step!r}, {crash.when!r}) returned "
                        f"{guess!r}, a {type(guess).__name__}",
                        "return the number of refunds the provider records: 1 or 2, an int")
-        actual = measured_refunds(crash)
+        actual = truth(crash)["refunds"]
         if guess != actual:
             wrong.append(f"crash {crash_label(crash)}: you predicted {guess!r}, "
                          f"the provider recorded {actual}")
@@ -170,13 +200,18 @@ q3 = EXERCISE.question("q3", "a naive retry loop", answers=["retry_from_top"])
 
 
 class Script:
-    """Steps for retry_from_top: each records its calls; some fail on chosen calls."""
+    """Steps for retry_from_top, with drawn names: each records its calls, returns a value
+    drawn for that very call (so results cannot be made up from the names), and fails on
+    the calls the test chooses."""
 
-    def __init__(self, names, fail=None):
-        self.calls = {n: 0 for n in names}
-        self.fail = fail or {}            # name -> (set of call numbers that fail, exception type)
+    def __init__(self, draw, n, fail=None):
+        self.names = draw.distinct(lambda: f"{draw.word()}-{draw.randint(1, 99)}", n)
+        self.calls = {name: 0 for name in self.names}
+        self.returned = []                # (name, value) for every call that returned
+        self.fail = {self.names[i]: spec for i, spec in (fail or {}).items()}
         self.raised = []                  # the exceptions the steps raised, in order
-        self.steps = [(n, self._step(n)) for n in names]
+        self.token = draw.token
+        self.steps = [(name, self._step(name)) for name in self.names]
 
     def _step(self, name):
         def fn():
@@ -186,8 +221,14 @@ class Script:
                 error = kind(f"{name} failed on call {self.calls[name]}")
                 self.raised.append(error)
                 raise error
-            return f"{name}-result"
+            value = f"{name}:{self.token()}"
+            self.returned.append((name, value))
+            return value
         return fn
+
+    def last_results(self):
+        """The value each step returned on its last call: the successful attempt's results."""
+        return {name: value for name, value in self.returned}
 
 
 def _retry(retry_from_top, script, max_attempts):
@@ -222,6 +263,9 @@ def _same(got, key, want):
         hint = _executions_hint(value, want) if key == "executions" else ""
         if key == "attempts" and isinstance(value, int) and value == want - 1:
             hint = "count attempts from 1: the first try is attempt 1 (range(1, max_attempts + 1))"
+        if key == "results":
+            hint = ("results holds, by step name, what each step's function returned in the "
+                    "attempt that completed")
         raise Fail(f"{key}: expected {want!r}, got {value!r}", hint)
 
 
@@ -243,38 +287,51 @@ def _executions_hint(got, want) -> str:
     return "append (attempt, name) for every step call, in order, across all attempts"
 
 
+def _calls(names, attempts_upto):
+    """(attempt, name) for attempts 1.. where attempt a stops after names[:upto[a]]."""
+    return [(a, name) for a, upto in enumerate(attempts_upto, start=1) for name in names[:upto]]
+
+
 @q3.test("every step succeeds: one attempt, each step once, results by step name")
-def _(retry_from_top):
-    got = _retry(retry_from_top, Script(["a", "b", "c"]), 3)
+def _(retry_from_top, draw):
+    script = Script(draw, draw.randint(3, 5))
+    got = _retry(retry_from_top, script, draw.randint(2, 5))
     _same(got, "status", "completed")
     _same(got, "attempts", 1)
-    _same(got, "executions", [(1, "a"), (1, "b"), (1, "c")])
-    _same(got, "results", {"a": "a-result", "b": "b-result", "c": "c-result"})
+    _same(got, "executions", _calls(script.names, [len(script.names)]))
+    _same(got, "results", script.last_results())
 
 
 @q3.test("a step fails once: every step before it runs again",
          hint="record (attempt, name) before calling each step, and restart at the first step")
-def _(retry_from_top):
-    script = Script(["a", "b", "c"], fail={"b": ({1}, RuntimeError)})
+def _(retry_from_top, draw):
+    n = draw.randint(3, 5)
+    where = draw.randint(1, n - 1)                 # never the first: something must repeat
+    script = Script(draw, n, fail={where: ({1}, draw.choice([RuntimeError, ValueError, KeyError]))})
     got = _retry(retry_from_top, script, 3)
     _same(got, "status", "completed")
     _same(got, "attempts", 2)
-    _same(got, "executions", [(1, "a"), (1, "b"), (2, "a"), (2, "b"), (2, "c")])
+    _same(got, "executions", _calls(script.names, [where + 1, n]))
+    _same(got, "results", script.last_results())
 
 
 @q3.test("a dl.Crash (the worker died) is retried too, from the top")
-def _(retry_from_top):
-    script = Script(["a", "b", "c"], fail={"c": ({1}, Crash)})
+def _(retry_from_top, draw):
+    n = draw.randint(3, 5)
+    where = draw.randint(0, n - 1)
+    script = Script(draw, n, fail={where: ({1}, Crash)})
     got = _retry(retry_from_top, script, 3)
     _same(got, "status", "completed")
-    _same(got, "executions", [(1, "a"), (1, "b"), (1, "c"), (2, "a"), (2, "b"), (2, "c")])
+    _same(got, "executions", _calls(script.names, [where + 1, n]))
 
 
 @q3.test("gives up after max_attempts: status 'failed', no exception",
          hint="after the last attempt fails, return {'status': 'failed', ...} instead of raising")
-def _(retry_from_top):
-    script = Script(["a", "b"], fail={"b": ({1, 2, 3, 4}, ValueError)})
-    got = _retry(retry_from_top, script, 2)
+def _(retry_from_top, draw):
+    n, attempts = draw.randint(2, 4), draw.randint(2, 4)
+    where = draw.randint(0, n - 1)
+    script = Script(draw, n, fail={where: (set(range(1, attempts + 2)), ValueError)})
+    got = _retry(retry_from_top, script, attempts)
     _same(got, "status", "failed")
-    _same(got, "attempts", 2)
-    _same(got, "executions", [(1, "a"), (1, "b"), (2, "a"), (2, "b")])
+    _same(got, "attempts", attempts)
+    _same(got, "executions", _calls(script.names, [where + 1] * attempts))

@@ -9,26 +9,32 @@ and reads the run's status, halt reason and recorded cost from the store.
 q1 runs the learner's agent workflow (does each model call record its cost?); q2 runs the
 learner's start_agent with the check's own copy of a correct agent, so q2 can be answered
 (and fails for the right reason) whatever state q1 is in.
+
+The goal, the number of turns, the cost budget and how often workers die are drawn for
+every check, and so is the step limit itself: q2 sets the notebook's MAX_STEPS to a drawn
+value while it runs (and puts it back), so a limit typed in as a number fails.
 """
 
+import contextlib
 import os
 
-from .. import examples
-from ..clock import FakeClock, SequentialIds
-from ..engine import Engine
-from ..errors import Crash
-from ..faults import AFTER_CHECKPOINT, CrashAt
-from ..policy import Budget, Step
-from ..store import SQLiteStore
-from ..workflow import workflow
-from .checks import Exercise, Fail, NotAttempted
-from .harness import START, needs_callable, needs_workflow, scratch
+from ... import examples
+from ...clock import FakeClock, SequentialIds
+from ...engine import Engine
+from ...errors import Crash
+from ...faults import AFTER_CHECKPOINT, CrashAt
+from ...policy import Budget, Step
+from ...store import SQLiteStore
+from ...workflow import workflow
+from ..checks import Exercise, Fail, NotAttempted
+from ..harness import START, needs_callable, needs_workflow, scratch
 
 EXERCISE = Exercise("08_budgets", "A budget that survives the resume",
                     lesson="notebooks/08_budgets_that_survive.ipynb")
 
-MAX_STEPS = 200
-GOAL = "summarise every durable execution engine"
+GOALS = ("summarise every durable execution engine", "compare five vector databases",
+         "plan a three-day trip to Lisbon", "review this quarter's incident reports",
+         "draft a migration plan from cron to a workflow engine")
 
 
 class Platform:
@@ -52,7 +58,7 @@ class Platform:
     def billed(self):
         return examples.world_at(self.world_folder).llm.total_cost()
 
-    def keep_restarting(self, start, run_id, every=None, max_workers=40, namespaces=()):
+    def keep_restarting(self, start, run_id, every=None, max_workers=60, namespaces=()):
         """Call `start(engine, run_id)` in worker after worker until the run stops running.
 
         A new worker is a new process: whatever the notebook kept in memory is back at its
@@ -90,6 +96,23 @@ def _namespaces(fn):
     return [namespace] if isinstance(namespace, dict) else []
 
 
+@contextlib.contextmanager
+def _max_steps(namespaces, value):
+    """Set MAX_STEPS in the learner's globals for one test, and put it back after."""
+    missing = object()
+    saved = [ns.get("MAX_STEPS", missing) for ns in namespaces]
+    for ns in namespaces:
+        ns["MAX_STEPS"] = value
+    try:
+        yield value
+    finally:
+        for ns, old in zip(namespaces, saved):
+            if old is missing:
+                ns.pop("MAX_STEPS", None)
+            else:
+                ns["MAX_STEPS"] = old
+
+
 # q1 -----------------------------------------------------------------------------------------
 q1 = EXERCISE.question("q1", "count the model's dollars", answers=["agent"])
 
@@ -101,16 +124,13 @@ def _option_hint(run) -> str:
                 "step option: ctx.step(dl.Step(\"think\", cost=...), think, ...)")
     return ""
 
-MAX_COST = 0.02
-
-
-def _start_with(agent, platform, budget=None, max_turns=None):
+def _start_with(agent, platform, goal, budget=None, max_turns=None):
     """What each worker does in q1: start (or continue) the learner's agent directly."""
     needs_workflow(agent, "agent")
     extra = {} if max_turns is None else {"max_turns": max_turns}
 
     def start(engine, run_id):
-        return engine.start(agent, platform.world_folder, GOAL, run_id=run_id, budget=budget,
+        return engine.start(agent, platform.world_folder, goal, run_id=run_id, budget=budget,
                             **extra)
     return start
 
@@ -119,14 +139,19 @@ def _start_with(agent, platform, budget=None, max_turns=None):
          "model billed",
          hint='dl.Step("think", cost=lambda answer: answer["cost"]) records each call\'s dollars '
               "when it executes")
-def _(agent):
+def _(agent, draw):
+    turns = draw.randint(25, 50)
     with scratch("ex08") as folder:
         platform = Platform(folder)
-        run = platform.keep_restarting(_start_with(agent, platform, max_turns=40), "cost-1",
-                                       every=15, namespaces=_namespaces(agent))
+        run = platform.keep_restarting(
+            _start_with(agent, platform, draw.choice(GOALS), max_turns=turns), draw.run_id("cost"),
+            every=draw.randint(8, 20), namespaces=_namespaces(agent))
         if run.status != "completed":
-            raise Fail(f"a 40-turn run with no budget ended {run.status}: {run.error}",
+            raise Fail(f"a {turns}-turn run with no budget ended {run.status}: {run.error}",
                        _option_hint(run))
+        if platform.calls() != turns:
+            raise Fail(f"a run started with max_turns={turns} made {platform.calls()} model calls; "
+                       f"expected {turns}, one per turn", "loop for turn in range(max_turns)")
         billed = platform.billed()
         if run.cost <= 0:
             raise Fail(f"the run's recorded cost is {run.cost}, but the model billed ${billed:.4f}",
@@ -138,23 +163,24 @@ def _(agent):
                        "number or the tokens")
 
 
-@q1.test(f"a cost budget of ${MAX_COST} stops the run across crashes, before it overspends "
-         "by more than one call",
+@q1.test("a cost budget stops the run across crashes, before it overspends by more than one call",
          hint="the engine can only stop on cost if each step records what its call really cost")
-def _(agent):
+def _(agent, draw):
+    max_cost = round(draw.uniform(0.01, 0.03), 4)
     with scratch("ex08") as folder:
         platform = Platform(folder)
-        run = platform.keep_restarting(_start_with(agent, platform, Budget(max_cost=MAX_COST), 400),
-                                       "cost-2", every=25, namespaces=_namespaces(agent))
+        run = platform.keep_restarting(
+            _start_with(agent, platform, draw.choice(GOALS), Budget(max_cost=max_cost), 1000),
+            draw.run_id("cost"), every=draw.randint(20, 40), namespaces=_namespaces(agent))
         billed = platform.billed()
         llm = examples.world_at(platform.world_folder).llm
         one_call = llm.total_cost() / max(1, llm.calls())
         if run.status != "halted" or "max_cost" not in (run.halt_reason or ""):
-            raise Fail(f"with dl.Budget(max_cost={MAX_COST}) the run ended {run.status} "
+            raise Fail(f"with dl.Budget(max_cost={max_cost}) the run ended {run.status} "
                        f"({run.halt_reason or run.error}) after billing ${billed:.4f}",
                        _option_hint(run))
-        if billed > MAX_COST + 2 * one_call:
-            raise Fail(f"the run was billed ${billed:.4f} with a budget of ${MAX_COST}")
+        if billed > max_cost + 2 * one_call:
+            raise Fail(f"the run was billed ${billed:.4f} with a budget of ${max_cost}")
 
 
 # q2 -----------------------------------------------------------------------------------------
@@ -178,17 +204,16 @@ def _via(start_agent, platform):
     return lambda engine, run_id: start_agent(engine, reference_agent, platform.world_folder, run_id)
 
 
-
-def _stopped_at_budget(run, platform, when):
+def _stopped_at_budget(run, platform, when, limit):
     calls = platform.calls()
-    if calls > MAX_STEPS and run.status == "halted":
-        raise Fail(f"{when}: the agent made {calls} model calls with a limit of {MAX_STEPS}; "
+    if calls > limit and run.status == "halted":
+        raise Fail(f"{when}: the agent made {calls} model calls with MAX_STEPS = {limit}; "
                    f"the budget halted the run too late ({run.halt_reason})",
                    "max_steps counts every step the run has executed, across all workers: "
-                   "use exactly MAX_STEPS")
-    if calls > MAX_STEPS:
+                   "use exactly MAX_STEPS — the name, not a number (the check changes it)")
+    if calls > limit:
         raise Fail(f"{when}: the agent made {calls} model calls across {platform.workers} "
-                   f"worker(s), with a limit of {MAX_STEPS}; the run ended {run.status}",
+                   f"worker(s), with MAX_STEPS = {limit}; the run ended {run.status}",
                    "a limit kept in the worker's memory starts at zero in every new worker; "
                    "pass budget=dl.Budget(max_steps=MAX_STEPS) to engine.start, so the engine "
                    "counts the run's recorded steps instead")
@@ -198,42 +223,42 @@ def _stopped_at_budget(run, platform, when):
                    "expected the engine's budget to halt it",
                    "a dl.Budget halts the run cleanly (status 'halted'); an exception raised "
                    "by a limit inside a step fails it instead")
-    if calls != MAX_STEPS or "max_steps" not in (run.halt_reason or ""):
-        hint = ""
-        if calls < MAX_STEPS and "max_steps" in (run.halt_reason or ""):
+    if calls != limit or "max_steps" not in (run.halt_reason or ""):
+        hint = "use MAX_STEPS — the name, not a number (the check changes it)"
+        if calls < limit and "max_steps" in (run.halt_reason or ""):
             hint = ("the engine already counts every step the run has executed, in every "
                     "worker: give the whole MAX_STEPS each time, not what seems to be left")
         raise Fail(f"{when}: halted after {calls} model calls ({run.halt_reason}); expected "
-                   f"exactly {MAX_STEPS}, halted by max_steps", hint)
+                   f"exactly MAX_STEPS = {limit}, halted by max_steps", hint)
 
 
-@q2.test(f"one worker, no crash: the run halts at {MAX_STEPS} model calls",
+def _budget_test(start_agent, draw, every):
+    limit = draw.randint(120, 260)
+    namespaces = _namespaces(start_agent)
+    with scratch("ex08") as folder, _max_steps(namespaces, limit):
+        platform = Platform(folder)
+        crash_every = None if every is None else max(1, int(limit * every(draw)))
+        run = platform.keep_restarting(_via(start_agent, platform), draw.run_id("agent"),
+                                       every=crash_every, namespaces=namespaces)
+        when = "with no crash" if every is None else f"with a crash every {crash_every} calls"
+        _stopped_at_budget(run, platform, when, limit)
+
+
+@q2.test("one worker, no crash: the run halts at MAX_STEPS model calls",
          hint="engine.start(agent, folder, GOAL, run_id=run_id, "
               "budget=dl.Budget(max_steps=MAX_STEPS))")
-def _(start_agent):
-    with scratch("ex08") as folder:
-        platform = Platform(folder)
-        run = platform.keep_restarting(_via(start_agent, platform), "agent-1",
-                                       namespaces=_namespaces(start_agent))
-        _stopped_at_budget(run, platform, "with no crash")
+def _(start_agent, draw):
+    _budget_test(start_agent, draw, None)
 
 
-@q2.test(f"a worker dies every 60 model calls and a fresh one calls start_agent: still "
-         f"{MAX_STEPS} calls in all",
+@q2.test("a worker dies every few dozen model calls and a fresh one calls start_agent: still "
+         "MAX_STEPS calls in all",
          hint="the budget must be counted from the run's recorded steps, which every new worker reads")
-def _(start_agent):
-    with scratch("ex08") as folder:
-        platform = Platform(folder)
-        run = platform.keep_restarting(_via(start_agent, platform), "agent-2", every=60,
-                                       namespaces=_namespaces(start_agent))
-        _stopped_at_budget(run, platform, "with a crash every 60 calls")
+def _(start_agent, draw):
+    _budget_test(start_agent, draw, lambda d: d.uniform(0.2, 0.4))
 
 
-@q2.test(f"a worker dies every 150 model calls: still {MAX_STEPS} calls in all",
+@q2.test("a worker dies after most of MAX_STEPS model calls: still MAX_STEPS calls in all",
          hint="no single worker gets near the limit here: only a persisted count can stop the run")
-def _(start_agent):
-    with scratch("ex08") as folder:
-        platform = Platform(folder)
-        run = platform.keep_restarting(_via(start_agent, platform), "agent-3", every=150,
-                                       namespaces=_namespaces(start_agent))
-        _stopped_at_budget(run, platform, "with a crash every 150 calls")
+def _(start_agent, draw):
+    _budget_test(start_agent, draw, lambda d: d.uniform(0.6, 0.85))

@@ -3,38 +3,32 @@ window that remains, and a workflow that refunds exactly once through every cras
 
 The provider is the simulated `careless` one: it ignores idempotency keys and pays on
 every call, and its ledger lives in its own SQLite file, so counting refunds there is
-counting what a real bank would have paid out.
+counting what a real bank would have paid out. Run ids, orders and amounts are drawn for
+every check; keys are tried on ids that look alike when joined; the provider has always
+paid other refunds before, and every answer must name a refund the provider recorded.
+q4 crashes the learner's workflow at every point with `dl.faults.sweep`.
 """
 
-import itertools
 import os
 import sqlite3
 import time
 from unittest import mock
 
-from .. import examples
-from ..errors import Crash
-from ..faults import every_crash_point
-from .checks import Exercise, Fail, NotAttempted
-from .child import run_fresh, write_module
-from .harness import EngineRuns, crash_label, needs_callable, needs_workflow, scratch, step_names
-from .portable import NotPortable, module_source
+from ...errors import Crash
+from ..checks import Exercise, Fail, NotAttempted
+from ..child import run_fresh, write_module
+from ..harness import (EngineRuns, crash_label, needs_callable, needs_workflow, scratch,
+                       step_names, sweep_of, unfinished)
+from ..ledgers import Ledgers
+from ..portable import NotPortable, module_source
 
 EXERCISE = Exercise("03_idempotency", "Keys, a dedupe table, and the window",
                     lesson="notebooks/03_the_window_and_idempotency.ipynb")
 
-_numbers = itertools.count(1)
 
-
-def fresh_keys(*names):
-    """Keys and ids never used before in this process (see ex02.fresh_ids)."""
-    n = next(_numbers)
-    return [f"{name}-{n}" for name in names]
-
-
-def _portable(*fns, extra=""):
+def _portable(*fns, extra="", call_as=None):
     try:
-        return module_source(*fns, extra=extra)
+        return module_source(*fns, extra=extra, call_as=call_as)
     except NotPortable as exc:
         raise Fail(str(exc)) from None
 
@@ -45,6 +39,12 @@ def _child_failed(run, what):
     raise Fail(f"{what} failed: {run.error or f'exit status {run.returncode}'}",
                "the check copies your function, and the functions and imports it uses, into a "
                "new process; keep what it needs in those functions")
+
+
+def _paid_before(world, draw):
+    """The provider has paid a few other refunds already, so the next one is not "R-1"."""
+    for _ in range(draw.randint(1, 4)):
+        world.careless.refund(draw.order_id(), draw.amount())
 
 
 # q1 -----------------------------------------------------------------------------------------
@@ -62,8 +62,8 @@ def _key(refund_key, run_id, order_id):
 
 @q1.test("returns a non-empty string of at most 255 characters",
          hint="providers take keys as short strings: a hash's hex digest fits well")
-def _(refund_key):
-    key = _key(refund_key, "refund-A-17", "A-17")
+def _(refund_key, draw):
+    key = _key(refund_key, draw.run_id("refund"), draw.order_id())
     if not isinstance(key, str) or not key:
         raise Fail(f"refund_key returned {key!r}; expected a non-empty string")
     if len(key) > 255:
@@ -73,13 +73,14 @@ def _(refund_key):
 @q1.test("the same run and order give the same key, even a day later",
          hint="build the key only from inputs that are the same on every attempt: the run id "
               "and the order, never the clock")
-def _(refund_key):
-    first = _key(refund_key, "refund-A-17", "A-17")
+def _(refund_key, draw):
+    run_id, order_id = draw.run_id("refund"), draw.order_id()
+    first = _key(refund_key, run_id, order_id)
     later = time.time() + 86400
     with mock.patch("time.time", return_value=later), \
             mock.patch("time.time_ns", return_value=int(later * 1e9)):
-        next_day = _key(refund_key, "refund-A-17", "A-17")
-    again = _key(refund_key, "refund-A-17", "A-17")
+        next_day = _key(refund_key, run_id, order_id)
+    again = _key(refund_key, run_id, order_id)
     if not (first == next_day == again):
         raise Fail(f"three calls with the same run and order gave {first!r}, {next_day!r} "
                    f"(a day later) and {again!r}; a retry would not be recognised as a repeat")
@@ -88,12 +89,13 @@ def _(refund_key):
 @q1.test("a fresh Python process computes the same key",
          hint="Python's hash() of a string changes from process to process, and so do uuid4() "
               "and random: use hashlib (e.g. sha256) over the run id and order")
-def _(refund_key):
-    here = _key(refund_key, "refund-A-17", "A-17")
+def _(refund_key, draw):
+    run_id, order_id = draw.run_id("refund"), draw.order_id()
+    here = _key(refund_key, run_id, order_id)
     with scratch("ex03") as folder:
-        write_module(folder, _portable(refund_key))
-        there = run_fresh(folder, "refund_key", "refund-A-17", "A-17",
-                          env={"PYTHONHASHSEED": "4242"})
+        write_module(folder, _portable(refund_key, call_as={"refund_key": refund_key}))
+        there = run_fresh(folder, "refund_key", run_id, order_id,
+                          env={"PYTHONHASHSEED": str(draw.randint(1, 9999))})
         if not there.finished:
             _child_failed(there, "refund_key in a fresh process")
     if there.result != here:
@@ -103,12 +105,26 @@ def _(refund_key):
 
 @q1.test("another run, or another order in the same run, gets another key",
          hint="put both the run id and the order id into what you hash")
-def _(refund_key):
-    keys = {(r, o): _key(refund_key, r, o)
-            for r, o in [("refund-1", "A-17"), ("refund-2", "A-17"), ("refund-1", "B-99")]}
-    if len(set(keys.values())) != 3:
+def _(refund_key, draw):
+    run_a, run_b = draw.distinct(lambda: draw.run_id("refund"), 2)
+    order_a, order_b = draw.distinct(draw.order_id, 2)
+    pairs = [(run_a, order_a), (run_b, order_a), (run_a, order_b)]
+    keys = {pair: _key(refund_key, *pair) for pair in pairs}
+    if len(set(keys.values())) != len(pairs):
         raise Fail(f"keys for (run, order) pairs: {keys}; each pair needs its own key, or "
                    "a second refund request would be taken for a repeat of the first")
+
+
+@q1.test("run and order ids that look alike joined together (('k1', '2') and ('k', '12'); "
+         "('k-x', 'y') and ('k', 'x-y')) get different keys",
+         hint="join the two values so that no pair of ids can produce the same text: "
+              "json.dumps([run_id, order_id]) does, a separator that ids may contain does not")
+def _(refund_key, draw):
+    for one, other in draw.lookalike_pairs():
+        if _key(refund_key, *one) == _key(refund_key, *other):
+            raise Fail(f"refund_key{one} and refund_key{other} collide: both give "
+                       f"{_key(refund_key, *one)!r}, so the provider would take the second "
+                       "refund for a repeat of the first and never pay it")
 
 
 # q2 -----------------------------------------------------------------------------------------
@@ -117,10 +133,11 @@ q2 = EXERCISE.question("q2", "a dedupe table for a provider without keys",
 
 
 class Provider:
-    """The careless provider, or a version of it that fails once before or after paying."""
+    """The careless provider, or a version of it that fails once before or after paying.
+    It remembers every answer it gave, so a check can compare what refund_once returns."""
 
     def __init__(self, real, fail=None):
-        self.real, self.fail, self.calls = real, fail, 0
+        self.real, self.fail, self.calls, self.answers = real, fail, 0, []
 
     def refund(self, order_id, amount, idempotency_key=None):
         self.calls += 1
@@ -129,20 +146,24 @@ class Provider:
         if self.fail == "error" and self.calls == 1:
             raise ConnectionError("the provider did not answer (nothing was paid)")
         result = self.real.refund(order_id, amount)
+        self.answers.append(result)
         if self.fail == "after" and self.calls == 1:
             raise Crash("the process died after the provider paid, before the table recorded it")
         return result
 
 
 class Bench:
-    """A world, a dedupe file and the learner's two functions."""
+    """A world whose provider has paid before, a dedupe file and the learner's two functions."""
 
-    def __init__(self, folder, refund_once, open_sent):
+    def __init__(self, folder, refund_once, open_sent, draw):
         needs_callable(refund_once, "refund_once")
         needs_callable(open_sent, "open_sent")
-        self.folder, self.refund_once, self.open_sent = folder, refund_once, open_sent
+        self.folder, self.refund_once, self.open_sent, self.draw = folder, refund_once, open_sent, draw
         self.path = os.path.join(folder, "sent.db")
-        self.careless = examples.world_at(os.path.join(folder, "world")).careless
+        self.world_folder = os.path.join(folder, "world")
+        self.careless = Ledgers(self.world_folder).world.careless
+        _paid_before(Ledgers(self.world_folder).world, draw)
+        self.order_id, self.amount = draw.order_id(), draw.amount()
 
     def open(self):
         db = self.open_sent(self.path)
@@ -151,10 +172,11 @@ class Bench:
                        "keep open_sent as it was given")
         return db
 
-    def call(self, key, order_id="A-17", amount=40, fail=None, db=None):
+    def call(self, key, fail=None, db=None, provider=None):
         db = db or self.open()
+        provider = provider or Provider(self.careless, fail)
         try:
-            return self.refund_once(db, Provider(self.careless, fail), key, order_id, amount)
+            return self.refund_once(db, provider, key, self.order_id, self.amount)
         except sqlite3.OperationalError as exc:
             if "locked" not in str(exc):
                 raise
@@ -174,90 +196,108 @@ class Bench:
     def refunds(self):
         return self.careless.count()
 
+    def expect_providers_answer(self, got, provider, what):
+        """`got` must be the answer the provider gave, for a refund its ledger recorded."""
+        if not provider.answers:
+            raise Fail(f"{what}: the provider was never asked to pay",
+                       "pay through the provider passed in: provider.refund(order_id, amount)")
+        answer = provider.answers[0]
+        if got != answer:
+            raise Fail(f"{what}: refund_once returned {got!r}, but the provider answered "
+                       f"{answer!r}", "return the provider's answer itself (and the same "
+                                      "answer, read back from the table, on a repeat)")
+        Ledgers(self.world_folder).expect_refund(got["refund_id"], self.order_id, self.amount,
+                                                 what=f"{what}, the answer")
+
 
 @q2.test("the first call pays once and returns the provider's answer",
          hint="no row for the key: call provider.refund(order_id, amount), record, return its answer")
-def _(refund_once, open_sent):
+def _(refund_once, open_sent, draw):
     with scratch("ex03") as folder:
-        bench = Bench(folder, refund_once, open_sent)
-        key, = fresh_keys("key")
-        got = bench.call(key)
-        if bench.refunds != 1:
-            raise Fail(f"the provider paid {bench.refunds} times; expected once",
+        bench = Bench(folder, refund_once, open_sent, draw)
+        before, provider = bench.refunds, Provider(bench.careless)
+        got = bench.call(draw.run_id("key"), provider=provider)
+        paid = bench.refunds - before
+        if paid != 1:
+            raise Fail(f"the provider paid {paid} times; expected once",
                        "pay through the provider passed in: provider.refund(order_id, amount)"
-                       if bench.refunds == 0 else "")
-        if not isinstance(got, dict) or got.get("refund_id") != "R-1":
-            raise Fail(f"refund_once returned {got!r}; expected the provider's answer "
-                       "(with refund_id 'R-1')")
+                       if paid == 0 else "")
+        bench.expect_providers_answer(got, provider, "the first call")
 
 
 @q2.test("the same key again returns the recorded answer and does not pay again",
          hint="look the key up in the sent table before calling the provider")
-def _(refund_once, open_sent):
+def _(refund_once, open_sent, draw):
     with scratch("ex03") as folder:
-        bench = Bench(folder, refund_once, open_sent)
-        key, = fresh_keys("key")
+        bench = Bench(folder, refund_once, open_sent, draw)
+        key, before, provider = draw.run_id("key"), bench.refunds, Provider(bench.careless)
         db = bench.open()
-        first = bench.call(key, db=db)
-        again = bench.call(key, db=db)
-        if bench.refunds != 1:
-            raise Fail(f"two calls with one key paid {bench.refunds} times; expected once")
+        first = bench.call(key, db=db, provider=provider)
+        again = bench.call(key, db=db, provider=provider)
+        paid = bench.refunds - before
+        if paid != 1:
+            raise Fail(f"two calls with one key paid {paid} times; expected once")
         if again != first:
             raise Fail(f"the repeat returned {again!r}; the first call returned {first!r}")
+        bench.expect_providers_answer(again, provider, "the repeat")
 
 
 @q2.test("different keys are different refunds",
          hint="the table's primary key is the idempotency key; each new key pays")
-def _(refund_once, open_sent):
+def _(refund_once, open_sent, draw):
     with scratch("ex03") as folder:
-        bench = Bench(folder, refund_once, open_sent)
-        a, b = fresh_keys("key-a", "key-b")
-        bench.call(a)
-        bench.call(b)
-        if bench.refunds != 2:
-            raise Fail(f"two different keys paid {bench.refunds} time(s); expected 2")
+        bench = Bench(folder, refund_once, open_sent, draw)
+        before = bench.refunds
+        for key in draw.distinct(lambda: draw.run_id("key"), 2):
+            bench.call(key)
+        if bench.refunds - before != 2:
+            raise Fail(f"two different keys paid {bench.refunds - before} time(s); expected 2")
 
 
 @q2.test("it survives a restart: a fresh process with the same key does not pay again",
          hint="a set or dict in memory is gone when the process is; keep the keys in the sent "
               "table (SQLite) and commit after recording")
-def _(refund_once, open_sent):
+def _(refund_once, open_sent, draw):
     needs_callable(refund_once, "refund_once")
     needs_callable(open_sent, "open_sent")
-    entry = ('\n\ndef check_entry(db_path, folder, key):\n'
+    entry = ('\n\ndef check_entry(db_path, folder, key, order_id, amount):\n'
              '    from durable_lite.examples import world_at as _world_at\n'
              '    db = open_sent(db_path)\n'
              '    try:\n'
-             '        return refund_once(db, _world_at(folder).careless, key, "A-17", 40)\n'
+             '        return refund_once(db, _world_at(folder).careless, key, order_id, amount)\n'
              '    finally:\n'
              '        db.close()\n')
-    source = _portable(refund_once, open_sent, extra=entry)
+    source = _portable(refund_once, open_sent, extra=entry,
+                       call_as={"refund_once": refund_once, "open_sent": open_sent})
     with scratch("ex03") as folder:
         write_module(folder, source)
-        key, = fresh_keys("restart-key")
+        key, order_id, amount = draw.run_id("restart-key"), draw.order_id(), draw.amount()
         world = os.path.join(folder, "world")
-        runs = [run_fresh(folder, "check_entry", os.path.join(folder, "sent.db"), world, key)
-                for _ in range(2)]
+        runs = [run_fresh(folder, "check_entry", os.path.join(folder, "sent.db"), world, key,
+                          order_id, amount) for _ in range(2)]
         for run in runs:
             if not run.finished:
                 _child_failed(run, "refund_once in a fresh process")
-        refunds = examples.world_at(world).careless.count()
+        ledgers = Ledgers(world)
+        refunds = ledgers.counts()["refunds"]
         if refunds != 1:
             raise Fail(f"two processes, one after the other, with the same key: the provider "
                        f"paid {refunds} times; expected once")
         if runs[0].result != runs[1].result:
             raise Fail(f"the second process returned {runs[1].result!r}, the first "
                        f"{runs[0].result!r}")
+        ledgers.expect_refund((runs[1].result or {}).get("refund_id"), order_id, amount,
+                              what="the second process's answer")
 
 
 @q2.test("a provider call that fails records nothing: the retry pays exactly once",
          hint="record the key after the provider answered, not before: a row written first "
               "makes a failed call look paid")
-def _(refund_once, open_sent):
+def _(refund_once, open_sent, draw):
     with scratch("ex03") as folder:
-        bench = Bench(folder, refund_once, open_sent)
+        bench = Bench(folder, refund_once, open_sent, draw)
         for fail in ("error", "before"):
-            key, = fresh_keys("key")
+            key = draw.run_id("key")
             before = bench.refunds
             db = bench.open()
             try:
@@ -277,10 +317,10 @@ def _(refund_once, open_sent):
 
 @q2.test("the keys live in the sent table, committed",
          hint="INSERT (key, json.dumps(result)) into sent, then db.commit()")
-def _(refund_once, open_sent):
+def _(refund_once, open_sent, draw):
     with scratch("ex03") as folder:
-        bench = Bench(folder, refund_once, open_sent)
-        key, = fresh_keys("key")
+        bench = Bench(folder, refund_once, open_sent, draw)
+        key = draw.run_id("key")
         bench.call(key)
         probe = sqlite3.connect(bench.path)
         try:
@@ -305,7 +345,7 @@ MOMENTS = {
 
 def _measure(bench, moment):
     """Refunds paid when the process dies at `moment` and the call is then retried."""
-    key, = fresh_keys("window-key")
+    key = bench.draw.run_id("window-key")
     before = bench.refunds
     db = bench.open()
     try:
@@ -327,7 +367,7 @@ TABLE_PAYS = {"before_call": 1, "after_call": 2, "after_record": 1}
 
 
 def _window_test(moment):
-    def test(window, refund_once, open_sent):
+    def test(window, refund_once, open_sent, draw):
         if not isinstance(window, dict) or set(window) != set(MOMENTS):
             raise Fail(f"window should be a dict with keys {', '.join(MOMENTS)}; got {window!r}")
         guess = window[moment]
@@ -336,7 +376,7 @@ def _window_test(moment):
         if isinstance(guess, str):
             raise Fail(f"window[{moment!r}] is the text {guess!r}", "write a number, without quotes")
         with scratch("ex03") as folder:
-            actual = _measure(Bench(folder, refund_once, open_sent), moment)
+            actual = _measure(Bench(folder, refund_once, open_sent, draw), moment)
         if actual != TABLE_PAYS[moment]:
             raise Fail(f"when {MOMENTS[moment]} and the call is retried, your refund_once paid "
                        f"{actual} time(s): not what q2's refund_once (check the table, call, "
@@ -359,19 +399,27 @@ for _moment, _hint in [
 q4 = EXERCISE.question("q4", "exactly once, through every crash", answers=["keyed_refund"])
 
 
-def _run(keyed_refund, folder, run_id=None, crash=None, runs=None):
-    needs_workflow(keyed_refund, "keyed_refund")
-    run_id = run_id or fresh_keys("refund-A-17")[0]   # no memory of an earlier test can help
-    runs = runs or EngineRuns(folder)
-    world = os.path.join(folder, "world")
-    run = runs.run(keyed_refund, world, os.path.join(folder, "sent.db"), "A-17", 40,
-                   run_id=run_id, crash=crash)
-    if run.status != "completed":
-        if run.error and "NotImplementedError" in run.error:
-            raise NotAttempted("keyed_refund (or a function it calls) still raises "
-                               "NotImplementedError")
-        raise Fail(f"the run ended {run.status}: {run.error}")
-    return run.result, examples.world_at(world).careless.count()
+class Order:
+    """A drawn order and amount, and a world (in any folder) whose provider paid before."""
+
+    def __init__(self, draw):
+        self.order_id, *others = draw.distinct(draw.order_id, 1 + draw.randint(1, 4))
+        self.amount = draw.amount()
+        self.earlier = [(other, draw.amount()) for other in others]
+
+    def leading(self, folder):
+        """The sweep's `leading`: the world's folder and the dedupe file, once the provider
+        has paid the earlier refunds (the first time only: a resume finds them paid)."""
+        world = Ledgers(folder).world
+        if not world.careless.count():
+            for order_id, amount in self.earlier:
+                world.careless.refund(order_id, amount)
+        return [folder, os.path.join(folder, "sent.db")]
+
+
+def _observed(folder):
+    """What the sweep keeps of each case's world: the refunds paid, the keys recorded."""
+    return {"refunds": Ledgers(folder).refunds(), "keys": _keys_recorded(folder)}
 
 
 def _keys_recorded(folder) -> list:
@@ -388,9 +436,27 @@ def _keys_recorded(folder) -> list:
         db.close()
 
 
-def _paid_twice(crash, refunds, keys):
+def _expect_result(result, order, refunds, where):
+    """The result names this order, amount, and the refund the provider recorded for them."""
+    if not isinstance(result, dict) or not {"order", "refund_id", "amount"} <= set(result):
+        raise Fail(f"{where}: the run returned {result!r}; expected {{'order': ..., "
+                   "'refund_id': ..., 'amount': ...}")
+    if (result["order"], result["amount"]) != (order.order_id, order.amount):
+        raise Fail(f"{where}: the run returned order {result['order']!r} and amount "
+                   f"{result['amount']!r}; it was started for {order.order_id!r} and {order.amount}")
+    ours = [r for r in refunds if r["order_id"] == order.order_id]
+    if result["refund_id"] not in [r["refund_id"] for r in ours]:
+        paid = ", ".join(r["refund_id"] for r in ours) or "nothing"
+        raise Fail(f"{where}: the run returned refund_id {result['refund_id']!r}, but for order "
+                   f"{order.order_id!r} the provider recorded {paid}",
+                   "return the refund_id of the answer the refund step got from pay_once")
+
+
+def _paid_twice(row, order):
     """Why a crash and a resume paid more than once, as far as the table can tell."""
-    where = f"crash {crash_label(crash)}, then resume: the provider paid {refunds} times"
+    paid = len([r for r in row["observed"]["refunds"] if r["order_id"] == order.order_id])
+    where = f"crash {crash_label(row)}, then resume: the provider paid {paid} times"
+    keys = row["observed"]["keys"]
     if len(keys) > 1:
         return Fail(f"{where}, under {len(keys)} different keys for one run: the key changed "
                     "when the workflow ran again",
@@ -408,48 +474,69 @@ def _paid_twice(crash, refunds, keys):
 @q4.test("no crash: one refund, and the result names it",
          hint="lookup, then a key from refund_key(ctx.run_id, order_id), then "
               "ctx.step('refund', pay_once, ...)")
-def _(keyed_refund):
+def _(keyed_refund, draw):
+    needs_workflow(keyed_refund, "keyed_refund")
+    order = Order(draw)
     with scratch("ex03") as folder:
         runs = EngineRuns(folder)
-        run_id, = fresh_keys("refund-A-17")
-        result, refunds = _run(keyed_refund, folder, run_id=run_id, runs=runs)
+        run_id = draw.run_id("refund")
+        world = os.path.join(folder, "world")
+        run = runs.run(keyed_refund, *order.leading(world), order.order_id, order.amount,
+                       run_id=run_id)
+        if run.status != "completed":
+            unfinished(run.status, run.error, "keyed_refund")
         steps = step_names(runs.engine(), run_id)
-    if refunds != 1:
-        raise Fail(f"the provider paid {refunds} times; expected once")
+        refunds = Ledgers(world).refunds()
+    paid = len(refunds) - len(order.earlier)
+    if paid != 1:
+        raise Fail(f"the provider paid {paid} times; expected once")
     if steps != ["lookup", "refund"]:
         raise Fail(f"the run recorded the steps {steps}; expected ['lookup', 'refund']",
                    "do each piece of work in its own ctx.step: ctx.step('lookup', lookup_order, "
                    "...) and ctx.step('refund', pay_once, ...); work done outside a step runs "
                    "again on every replay")
-    if not isinstance(result, dict) or result.get("refund_id") != "R-1":
-        raise Fail(f"the run returned {result!r}; expected a dict with refund_id 'R-1'")
+    _expect_result(run.result, order, refunds, "with no crash")
 
 
 @q4.test("a crash at each of the 6 crash points, then a resume: exactly one refund, and the "
          "result of an uninterrupted run",
          hint="the key must be the same on the resume (refund_key of ctx.run_id and the order), "
               "and the payment must go through pay_once inside a ctx.step; q1 and q2 must pass")
-def _(keyed_refund):
-    with scratch("ex03") as folder:
-        expected, _ = _run(keyed_refund, folder)
-    for crash in every_crash_point(["lookup", "refund"]):
-        with scratch("ex03") as folder:
-            result, refunds = _run(keyed_refund, folder, crash=crash)
-            keys = _keys_recorded(folder)
-        if refunds != 1:
-            raise _paid_twice(crash, refunds, keys)
-        if result != expected:
-            raise Fail(f"crash {crash_label(crash)}, then resume: the run returned {result!r}; "
-                       f"an uninterrupted run returns {expected!r}")
+def _(keyed_refund, draw):
+    needs_workflow(keyed_refund, "keyed_refund")
+    order = Order(draw)
+    ids = draw.child("run ids")
+    s = sweep_of(keyed_refund, order.order_id, order.amount, what="keyed_refund",
+                 leading=order.leading, observe=_observed, restart_after=3600,
+                 run_id=lambda case: ids.run_id("refund"))       # no answer can remember a run
+    _expect_result(s.clean["result"], order, s.clean["observed"]["refunds"], "with no crash")
+    for row in s.rows:
+        if row["duplicates"].get("refunds"):
+            raise _paid_twice(row, order)
+        if row["lost"].get("refunds"):
+            raise Fail(f"crash {crash_label(row)}, then resume: no refund was paid")
+        where = f"crash {crash_label(row)}, then resume"
+        if row["status"] != "completed":
+            unfinished(row["status"], row["error"], f"keyed_refund ({where})")
+        _expect_result(row["result"], order, row["observed"]["refunds"], where)
+        if not row["same_result"]:
+            raise Fail(f"{where}: the run returned {row['result']!r}; an uninterrupted run "
+                       f"returns {s.clean['result']!r}")
 
 
 @q4.test("two runs for the same order are two refunds",
          hint="the key includes the run id: a second refund request is a new refund")
-def _(keyed_refund):
+def _(keyed_refund, draw):
+    needs_workflow(keyed_refund, "keyed_refund")
+    order = Order(draw)
     with scratch("ex03") as folder:
         runs = EngineRuns(folder)
-        first, second = fresh_keys("refund-A-17-first", "refund-A-17-second")
-        _run(keyed_refund, folder, run_id=first, runs=runs)
-        _, refunds = _run(keyed_refund, folder, run_id=second, runs=runs)
-    if refunds != 2:
-        raise Fail(f"two runs refunding order A-17 paid {refunds} time(s); expected 2")
+        world = os.path.join(folder, "world")
+        for run_id in draw.distinct(lambda: draw.run_id("refund"), 2):
+            run = runs.run(keyed_refund, *order.leading(world), order.order_id, order.amount,
+                           run_id=run_id)
+            if run.status != "completed":
+                unfinished(run.status, run.error, "keyed_refund")
+        paid = len(Ledgers(world).refunds()) - len(order.earlier)
+    if paid != 2:
+        raise Fail(f"two runs refunding order {order.order_id!r} paid {paid} time(s); expected 2")

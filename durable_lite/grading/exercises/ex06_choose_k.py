@@ -1,0 +1,251 @@
+"""Exercise 06: choose how many attempts each step gets, then prove it by simulation.
+
+q1 checks the learner's smallest_k against the per-step retry formula on cases drawn for
+every check (so a table of answers cannot pass): the k it returns must reach the target,
+and one attempt fewer must not. Cases are drawn away from the points where floating-point
+rounding could make a correct answer computed with logarithms differ by one.
+q2 runs the learner's plan workflow against a flaky tool whose failures the check
+controls: first one run at a time, with a drawn number of steps and attempts (names,
+attempts, what a failure leaves alone), then hundreds of runs on a FakeClock (backoff is
+free), with a drawn failure rate, plan length and tool seed, whose finish rate and tool
+calls must match the per-step formula for the k that the formula says is needed.
+"""
+
+import math
+import numbers
+
+from ... import examples
+from ...clock import FakeClock, SequentialIds
+from ...engine import Engine
+from ...lab.reliability import DURABLE, expected_executions, per_step_retry_rate
+from ...store import MemoryStore
+from ..checks import Exercise, Fail, NotAttempted
+from ..harness import needs_callable, needs_workflow, scratch
+
+EXERCISE = Exercise("06_choose_k", "How many attempts per step?",
+                    lesson="notebooks/06_plans_and_reliability_math.ipynb")
+
+
+def reference_k(p, n, target):
+    """The smallest k with (1 - (1-p)**k)**n >= target, by counting up."""
+    k = 1
+    while per_step_retry_rate(p, n, k) < target:
+        k += 1
+    return k
+
+
+# q1 -----------------------------------------------------------------------------------------
+q1 = EXERCISE.question("q1", "smallest_k", answers=["smallest_k"])
+
+def cases(draw, count=10) -> list:
+    """(p, n, target) triples: at least one needing a single attempt, most needing more.
+
+    Each is kept only if its answer is clear-cut: the exact k (a real number) where
+    (1 - (1-p)**k)**n meets the target lies well away from a whole number, so rounding it
+    up gives the same k as counting, in floating point or not."""
+    out = []
+    while len(out) < count:
+        p = round(draw.uniform(0.3, 0.999), 3)
+        # n keeps p**n >= 0.001, a plan that finishes now and then on its first try: the
+        # restart formula, a common wrong answer, then stops counting in well under a second
+        # (and fails with a message) instead of running for minutes.
+        n = draw.randint(1, max(1, min(60, int(math.log(0.001) / math.log(p)))))
+        target = round(draw.uniform(0.5, 0.9999), 4)
+        if len(out) == 0:                      # one case a single attempt already meets
+            target = round(per_step_retry_rate(p, n, 1) * draw.uniform(0.5, 0.99), 4)
+            if not 0 < target < 1:
+                continue
+        exact = math.log(1 - target ** (1 / n)) / math.log(1 - p)
+        if abs(exact - round(exact)) < 1e-3 or reference_k(p, n, target) > 40:
+            continue
+        out.append((p, n, target))
+    draw.shuffle(out)
+    return out
+
+
+def _k(smallest_k, p, n, target):
+    needs_callable(smallest_k, "smallest_k")
+    k = smallest_k(p, n, target)
+    if k is None:
+        raise Fail(f"smallest_k({p}, {n}, {target}) returned None",
+                   "return k (an int); a function without a `return` line returns None")
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral):
+        if isinstance(k, float) and k.is_integer():
+            raise Fail(f"smallest_k({p}, {n}, {target}) returned the float {k!r}; a number of "
+                       "attempts is an int", "return int(k)")
+        raise Fail(f"smallest_k({p}, {n}, {target}) returned {k!r}; expected a whole number "
+                   "of attempts (an int)")
+    if k < 1:
+        raise Fail(f"smallest_k({p}, {n}, {target}) returned {k}; every step gets at least one "
+                   "attempt, so k >= 1", "k counts attempts: start counting at 1, and round "
+                   "a logarithm's answer up, not down")
+    return int(k)
+
+
+@q1.test("the k it returns reaches the target: (1 - (1-p)**k)**n >= target",
+         hint="a step fails for good only if all k attempts fail, with probability (1-p)**k; "
+              "the run needs all n steps to succeed")
+def _(smallest_k, draw):
+    for p, n, target in cases(draw):
+        k = _k(smallest_k, p, n, target)
+        rate = per_step_retry_rate(p, n, k)
+        if rate < target:
+            hint = ""
+            if per_step_retry_rate(p, n, k + 1) >= target:
+                hint = ("one attempt short: stop at the first k that reaches the target, and "
+                        "round a logarithm's answer up (math.ceil), not down")
+            raise Fail(f"smallest_k({p}, {n}, {target}) = {k}, but with {k} attempt(s) per step "
+                       f"a run finishes only {rate:.5%} of the time, below {target:.3%}", hint)
+
+
+@q1.test("and it is the smallest: with one attempt fewer the run misses the target",
+         hint="count k up from 1 and stop at the first k that reaches the target; the "
+              "restart formula 1-(1-p**n)**k answers a different question")
+def _(smallest_k, draw):
+    for p, n, target in cases(draw):
+        k = _k(smallest_k, p, n, target)
+        if k > 1 and per_step_retry_rate(p, n, k - 1) >= target:
+            raise Fail(f"smallest_k({p}, {n}, {target}) = {k}, but {k - 1} attempt(s) per step "
+                       f"already finish {per_step_retry_rate(p, n, k - 1):.5%} of runs")
+
+
+@q1.test("a tool that never fails needs a single attempt",
+         hint="with p = 1 the first attempt always works: k = 1")
+def _(smallest_k, draw):
+    n, target = draw.randint(1, 60), round(draw.uniform(0.5, 0.9999), 4)
+    k = _k(smallest_k, 1.0, n, target)
+    if k != 1:
+        raise Fail(f"smallest_k(1.0, {n}, {target}) = {k}; a tool that never fails needs one attempt")
+
+
+# q2 -----------------------------------------------------------------------------------------
+q2 = EXERCISE.question("q2", "the plan, simulated", answers=["plan"])
+
+
+def _world(folder, p, fail_first=None, seed=0):
+    """The world the learner's flaky_tool calls, with the failure rate this test wants."""
+    world = examples.world_at(folder)
+    world.tools.failure_rate = 1 - p
+    world.tools.fail_first = dict(fail_first or {})
+    world.tools.seed = seed
+    return world
+
+
+def _engine(seed=0):
+    return Engine(MemoryStore(), FakeClock(), ids=SequentialIds("run"), seed=seed)
+
+
+def _start(plan, engine, folder, n, k, run_id):
+    needs_workflow(plan, "plan")
+    run = engine.start(plan, folder, n, k, run_id=run_id)
+    if run.error and "NotImplementedError" in run.error:
+        raise NotAttempted("plan still raises NotImplementedError")
+    return run
+
+
+def _steps(engine, run_id):
+    return [(row["step"], row["attempts"], row["status"]) for row in engine.history(run_id)
+            if row["kind"] in ("step", "error")]
+
+
+@q2.test("a run of n steps named task-1 ... task-n, each calling flaky_tool once when it works",
+         hint='for i in 1..n: ctx.step(dl.Step(f"task-{i}", retry=...), flaky_tool, folder, f"task-{i}")')
+def _(plan, draw):
+    n, k = draw.randint(3, 8), draw.randint(2, 5)
+    with scratch("ex06") as folder:
+        world = _world(folder, 1.0)
+        engine = _engine()
+        run = _start(plan, engine, folder, n, k, "plan-ok")
+        if run.status != "completed":
+            raise Fail(f"with a tool that never fails the run ended {run.status}: {run.error}")
+        names = [name for name, _, _ in _steps(engine, "plan-ok")]
+        want = [f"task-{i}" for i in range(1, n + 1)]
+        if names != want:
+            raise Fail(f"plan(folder, n={n}, k={k}) recorded the steps {names}; expected {want}")
+        calls = {name: world.tools.calls(name) for name in want}
+        if any(c != 1 for c in calls.values()) or world.tools.calls() != n:
+            raise Fail(f"tool calls per task {calls} (and {world.tools.calls()} in all); each "
+                       "task's tool should be called once (call flaky_tool with the task's own name)")
+
+
+@q2.test("each step gets up to k attempts of its own, and a failure does not re-run earlier steps",
+         hint="give every step dl.Retry(max_attempts=k): the engine retries that step only")
+def _(plan, draw):
+    n, k = draw.randint(3, 6), draw.randint(2, 5)
+    bad = f"task-{draw.randint(2, n - 1)}"          # a step with others before and after it
+    tasks = [f"task-{i}" for i in range(1, n + 1)]
+    before, after = tasks[:tasks.index(bad)], tasks[tasks.index(bad) + 1:]
+    with scratch("ex06") as folder:          # the step fails k-1 times, then works
+        world = _world(folder, 1.0, {bad: k - 1})
+        engine = _engine()
+        run = _start(plan, engine, folder, n, k, "plan-retried")
+        if run.status != "completed":
+            raise Fail(f"{bad} failed {k - 1} times and then worked, but with k={k} the run "
+                       f"ended {run.status}: {run.error}")
+        calls = {task: world.tools.calls(task) for task in tasks}
+        if calls != {task: k if task == bad else 1 for task in tasks}:
+            raise Fail(f"tool calls per task {calls}; expected {bad} to be tried {k} times and "
+                       "every other task once")
+    with scratch("ex06") as folder:          # the step fails k times: the run gives up there
+        world = _world(folder, 1.0, {bad: k})
+        engine = _engine()
+        run = _start(plan, engine, folder, n, k, "plan-exhausted")
+        calls = {task: world.tools.calls(task) for task in tasks}
+        if calls[bad] != k:
+            raise Fail(f"{bad} failed on every call and was tried {calls[bad]} times; "
+                       f"with k={k} it should be tried exactly {k} times")
+        rerun = any(calls[t] != 1 for t in before)
+        went_on = any(calls[t] for t in after)
+        if run.status == "completed" and not went_on and not rerun:
+            raise Fail(f"{bad} failed on all {k} attempts, yet the run ended completed",
+                       "let dl.StepFailed propagate: a step that used up its attempts fails the "
+                       "run, and that failure is what the formula counts")
+        if run.status == "completed" or went_on or rerun:
+            raise Fail(f"after {bad} failed {k} times: run {run.status}, tool calls {calls}; "
+                       f"expected the run to stop at {bad} without re-running the steps before "
+                       "it or starting the ones after it")
+
+
+RUNS, TARGET = 300, 0.99
+
+
+def _simulate(plan, p, n, k, seed):
+    """(finish rate, tool calls per run, their standard error) over RUNS runs, on a fresh
+    world. The calls of one run vary a lot (with k=1 a run stops at its first failure), so
+    the cost is judged against its own spread, not a fixed percentage."""
+    with scratch("ex06") as folder:
+        world = _world(folder, p, seed=seed)
+        engine = _engine()
+        finished, calls = 0, []
+        for i in range(RUNS):
+            before = world.tools.calls()
+            finished += _start(plan, engine, folder, n, k, f"sim-{i}").status == "completed"
+            calls.append(world.tools.calls() - before)
+        mean = sum(calls) / RUNS
+        spread = math.sqrt(sum((c - mean) ** 2 for c in calls) / (RUNS - 1) / RUNS)
+        return finished / RUNS, mean, spread
+
+
+@q2.test(f"simulated: {RUNS} runs of a plan of flaky steps finish as often as the formula says, "
+         "at the formula's cost in tool calls",
+         hint="per-step retry is k attempts of each step, not k attempts of the whole run: "
+              "a run that starts over spends more calls and finishes less often")
+def _(plan, draw):
+    p, n = draw.choice([0.8, 0.85, 0.9, 0.95]), draw.randint(6, 12)
+    k = reference_k(p, n, TARGET)
+    for attempts in (k, 1):
+        rate, calls, calls_error = _simulate(plan, p, n, attempts, seed=draw.randint(1, 2**31))
+        expected = per_step_retry_rate(p, n, attempts)
+        spread = math.sqrt(expected * (1 - expected) / RUNS)
+        if abs(rate - expected) > 5 * spread + 1 / RUNS:
+            hint = ""                    # the test's own hint: too few runs finished
+            if rate > expected:
+                hint = (f"more runs finished than {attempts} attempt(s) per step allow: give "
+                        "each step exactly max_attempts=k, and let a step that used them all "
+                        "fail the run (do not catch dl.StepFailed)")
+            raise Fail(f"with k={attempts}, {rate:.1%} of {RUNS} simulated runs finished; the "
+                       f"formula says {expected:.1%} (p={p}, n={n})", hint)
+        cost = expected_executions(DURABLE, p, n, attempts)
+        if abs(calls - cost) > 5 * calls_error + 0.02 * cost:
+            raise Fail(f"with k={attempts}, a run made {calls:.2f} tool calls on average; "
+                       f"per-step retry should make about {cost:.2f} (p={p}, n={n})")

@@ -1,0 +1,417 @@
+"""One graded notebook, kept apart from every other: a private home, a private kernel, and
+nothing left running when it is done.
+
+Each notebook gets a sandbox: its own temporary HOME, IPYTHONDIR, Jupyter config, data and
+runtime folders, TMPDIR and working folder, so an IPython startup file or a config file it
+writes lands in its own sandbox and is gone with it. The kernel is started from a command
+the grader builds (never from an installed kernelspec, which a notebook could rewrite),
+with Jupyter's config files switched off and Python's user site-packages ignored.
+
+Its processes are ended together: the kernel runs under a small subreaper parent
+(reaper.py) in a session of its own, and at the end — or when the time runs out — the
+grader kills the parent's whole process tree, its process group, and every process that
+still carries the sandbox's marker in its environment, until none is left.
+
+`Guard` watches the few shared files a notebook could change to reach a *later* notebook —
+the durable_lite package, `.pth` and `sitecustomize` files, the Python environment's
+Jupyter and IPython config folders, the course's exercises — and puts them back.
+
+What a sandbox does not do: it is not a container. Notebooks graded at the same moment run
+as the same user, so one that goes looking for another's temporary folder while both run
+could disturb it (grade with `--jobs 1` to rule that out). The README says so.
+"""
+
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+MARKER = "DURABLE_LITE_SANDBOX"
+
+
+class Sandbox:
+    """The private folders and environment of one notebook's kernel."""
+
+    def __init__(self, label="notebook"):
+        self.root = Path(tempfile.mkdtemp(prefix=f"durable-lite-grade-{label}-"))
+        self.token = os.urandom(8).hex()
+        self.home = self.root / "home"
+        self.ipython = self.home / ".ipython"
+        self.config = self.root / "jupyter" / "config"
+        self.data = self.root / "jupyter" / "data"
+        self.runtime = self.root / "jupyter" / "runtime"
+        self.tmp = self.root / "tmp"
+        self.work = self.root / "work"
+        for folder in (self.home, self.ipython, self.config, self.data, self.runtime, self.tmp,
+                       self.work):
+            folder.mkdir(parents=True, exist_ok=True)
+
+    def env(self) -> dict:
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("JUPYTER", "IPYTHON", "JPY_", "PYTHONSTARTUP", MARKER))}
+        env.update({
+            "HOME": str(self.home), "USERPROFILE": str(self.home),
+            "IPYTHONDIR": str(self.ipython),
+            "JUPYTER_CONFIG_DIR": str(self.config), "JUPYTER_DATA_DIR": str(self.data),
+            "JUPYTER_RUNTIME_DIR": str(self.runtime), "JUPYTER_NO_CONFIG": "1",
+            "JUPYTER_PLATFORM_DIRS": "1",
+            "TMPDIR": str(self.tmp), "TEMP": str(self.tmp), "TMP": str(self.tmp),
+            "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1",
+            "MPLBACKEND": "Agg", "MPLCONFIGDIR": str(self.tmp / "matplotlib"),
+            MARKER: self.token,
+        })
+        return env
+
+    def planted(self) -> list:
+        """Files in the sandbox's config folders that neither IPython nor Jupyter write on
+        their own: a startup script or config someone else's notebook put here."""
+        found = []
+        startup = self.ipython / "profile_default" / "startup"
+        if startup.exists():
+            found += [p for p in startup.iterdir() if p.name != "README"]
+        profile = self.ipython / "profile_default"
+        if profile.exists():
+            found += [p for p in profile.glob("*config*.py")]
+        found += [p for p in self.config.rglob("*") if p.is_file()]
+        return sorted(str(p.relative_to(self.root)) for p in found)
+
+    def remove(self):
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+# the kernel ---------------------------------------------------------------------------
+class DeadKernel(Exception):
+    pass
+
+
+class CellTimeout(Exception):
+    pass
+
+
+class Kernel:
+    """A kernel in a sandbox: execute code, collect its outputs, read the reply."""
+
+    def __init__(self, sandbox: Sandbox, startup_timeout: float = 60.0):
+        from jupyter_client import KernelManager
+        from jupyter_client.kernelspec import KernelSpec
+
+        self.sandbox = sandbox
+        launcher = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+        if sys.platform.startswith("linux"):
+            launcher = [sys.executable, "-m", "durable_lite.grading.reaper", "--", *launcher]
+        self.km = KernelManager(connection_file=str(sandbox.runtime / "kernel.json"))
+        self.km._kernel_spec = KernelSpec(argv=launcher, display_name="Python 3 (grading)",
+                                          language="python", env={})
+        self.pid = None
+        self.kc = None
+        with open(sandbox.root / "kernel.log", "wb") as log:
+            self.km.start_kernel(env=sandbox.env(), cwd=str(sandbox.work), stdout=log, stderr=log)
+        self.pid = self.km.provisioner.process.pid if self.km.provisioner else None
+        self.kc = self.km.blocking_client()
+        self.kc.start_channels()
+        try:
+            self.kc.wait_for_ready(timeout=startup_timeout)
+        except RuntimeError as exc:
+            raise DeadKernel(f"the kernel did not start: {exc}") from None
+
+    def alive(self) -> bool:
+        return self.km.is_alive()
+
+    def execute(self, code: str, timeout: float, user_expressions=None, outputs=None) -> dict:
+        """Run `code`; append its outputs (nbformat) to `outputs`; return the shell reply's
+        content. Raises CellTimeout, or DeadKernel when the kernel is gone."""
+        from nbformat.v4 import output_from_msg
+
+        msg_id = self.kc.execute(code, user_expressions=user_expressions or {},
+                                 allow_stdin=False, stop_on_error=False)
+        deadline = time.monotonic() + timeout
+        idle = False
+        while not idle:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise CellTimeout()
+            try:
+                msg = self.kc.get_iopub_msg(timeout=min(0.5, left))
+            except Exception:                     # queue.Empty: nothing yet
+                if not self.alive():
+                    raise DeadKernel() from None
+                continue
+            if msg.get("parent_header", {}).get("msg_id") != msg_id:
+                continue
+            kind = msg["msg_type"]
+            if kind == "status" and msg["content"].get("execution_state") == "idle":
+                idle = True
+            elif kind == "clear_output" and outputs is not None:
+                outputs.clear()
+            elif kind in ("stream", "display_data", "execute_result", "error") and outputs is not None:
+                _add_output(outputs, output_from_msg(msg))
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                reply = self.kc.get_shell_msg(timeout=max(0.5, min(5.0, left)))
+            except Exception:
+                if not self.alive():
+                    raise DeadKernel() from None
+                if left <= 0:
+                    raise CellTimeout() from None
+                continue
+            if reply.get("parent_header", {}).get("msg_id") == msg_id:
+                return reply["content"]
+
+    def interrupt(self, wait: float = 5.0) -> bool:
+        """Interrupt the running cell; True if the kernel is idle again within `wait`."""
+        try:
+            self.km.interrupt_kernel()
+        except Exception:
+            return False
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            try:
+                msg = self.kc.get_iopub_msg(timeout=0.5)
+            except Exception:
+                if not self.alive():
+                    return False
+                continue
+            if msg["msg_type"] == "status" and msg["content"].get("execution_state") == "idle":
+                try:                                  # drain the interrupted cell's reply
+                    self.kc.get_shell_msg(timeout=1)
+                except Exception:
+                    pass
+                return True
+        return False
+
+    def stop(self):
+        """End the kernel and every process it started, however it tried to get away."""
+        try:
+            if self.kc is not None:
+                self.kc.stop_channels()
+        except Exception:
+            pass
+        kill_everything(self.pid, self.sandbox.token)
+        try:
+            self.km.shutdown_kernel(now=True)
+        except Exception:
+            pass
+        try:
+            self.km.cleanup_resources()
+        except Exception:
+            pass
+
+
+def _add_output(outputs, output):
+    """Append, joining consecutive prints to the same stream (as a notebook shows them)."""
+    last = outputs[-1] if outputs else None
+    if (output.output_type == "stream" and last is not None and last.output_type == "stream"
+            and last.name == output.name):
+        last.text += output.text
+    else:
+        outputs.append(output)
+
+
+# ending every process -----------------------------------------------------------------
+def _processes():
+    """{pid: (ppid, pgid)} of every process we can see (Linux /proc), else {}."""
+    table = {}
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return table
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2:].split()
+        table[int(entry.name)] = (int(fields[1]), int(fields[2]))
+    return table
+
+
+def _marked(pid: int, token: str) -> bool:
+    try:
+        environ = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return False
+    return f"{MARKER}={token}".encode() in environ.split(b"\0")
+
+
+def survivors(root_pid, token) -> set:
+    """Processes that belong to a sandbox: the root's descendants, its process group, and
+    any process carrying the sandbox's marker."""
+    table = _processes()
+    found = set()
+    if root_pid is not None:
+        found.add(root_pid)
+        changed = True
+        while changed:
+            children = {pid for pid, (ppid, _) in table.items() if ppid in found} - found
+            changed = bool(children)
+            found |= children
+        found |= {pid for pid, (_, pgid) in table.items() if pgid == root_pid}
+    found |= {pid for pid in table if pid != os.getpid() and _marked(pid, token)}
+    found.discard(os.getpid())
+    return {pid for pid in found if pid in table or pid == root_pid}
+
+
+def kill_everything(root_pid, token, rounds: int = 8):
+    """SIGKILL a sandbox's processes until none is left (a fork in between is caught by the
+    next round). Without /proc: the process group, which the kernel leads."""
+    for _ in range(rounds):
+        pids = survivors(root_pid, token)
+        if root_pid is not None:
+            try:
+                os.killpg(root_pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError, OSError):
+                pass
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        _reap()
+        alive = {pid for pid in survivors(root_pid, token) if _running(pid)}
+        if not alive:
+            return
+        time.sleep(0.05)
+
+
+def _running(pid) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text()
+        return state[state.rfind(")") + 2] != "Z"
+    except OSError:
+        return False
+
+
+def _reap():
+    """Collect our own dead children (the subreaper parent, once killed), so none lingers
+    as a zombie in the grader."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+# the shared files a notebook could change ---------------------------------------------
+class Guard:
+    """The shared files that could carry one notebook's code into a later notebook's kernel
+    or into the grader, as they were when grading began.
+
+    Kept whole, to check and put back: the durable_lite package, every `.pth`,
+    `sitecustomize` and `usercustomize` on Python's path, the Jupyter and IPython config
+    folders of this Python and of the system, the real home's IPython startup folder and
+    Jupyter config, and the course's exercises and solutions. Watched by size and change
+    time only (too many to keep): the packages every kernel imports as it starts."""
+
+    KERNEL_PACKAGES = ("ipykernel", "IPython", "jupyter_client", "jupyter_core", "traitlets",
+                       "comm", "zmq", "tornado")
+
+    def __init__(self, course_root=None):
+        self.roots = _watch_roots(course_root)
+        self.saved = {p: _read(p) for p in self._kept()}
+        self.stats = {p: _stat(p) for p in self._statted()}
+
+    def _kept(self) -> set:
+        return set().union(*[_files(kind, root) for kind, root in self.roots])
+
+    def _statted(self) -> set:
+        import importlib.util
+        out = set()
+        for name in self.KERNEL_PACKAGES:
+            spec = importlib.util.find_spec(name)
+            if spec is None or not spec.origin:
+                continue
+            origin = Path(spec.origin)
+            out |= _files("tree", origin.parent) if origin.name == "__init__.py" else {str(origin)}
+        launcher = importlib.util.find_spec("ipykernel_launcher")
+        if launcher is not None and launcher.origin:
+            out.add(launcher.origin)
+        return out
+
+    def changes(self) -> list:
+        """[path] of guarded files changed, added or removed since the guard was made."""
+        kept = self._kept() | set(self.saved)
+        changed = {p for p in kept if self.saved.get(p) != _read(p)}
+        statted = self._statted() | set(self.stats)
+        changed |= {p for p in statted if self.stats.get(p) != _stat(p)}
+        return sorted(changed)
+
+    def restorable(self, path) -> bool:
+        return path in self.saved or path not in self.stats
+
+    def restore(self, paths) -> list:
+        """Put the kept files back; return the paths it could not restore."""
+        failed = []
+        for path in paths:
+            if not self.restorable(path):
+                failed.append(path)
+                continue
+            before = self.saved.get(path)
+            try:
+                if before is None:
+                    os.remove(path)
+                else:
+                    Path(path).parent.mkdir(parents=True, exist_ok=True)
+                    Path(path).write_bytes(before)
+            except OSError:
+                failed.append(path)
+        return failed
+
+
+def _read(path):
+    try:
+        return Path(path).read_bytes()
+    except OSError:
+        return None
+
+
+def _stat(path):
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+
+
+def _watch_roots(course_root):
+    """(kind, folder) pairs: "tree" keeps every file below, "startup" only the files Python
+    runs when it starts from a folder on its path, "config" only a profile's config files."""
+    import site
+    import durable_lite
+    roots = [("tree", Path(durable_lite.__file__).resolve().parent)]
+    for folder in {*site.getsitepackages(), site.getusersitepackages(), *sys.path}:
+        if folder and os.path.isdir(folder):
+            roots.append(("startup", Path(folder)))
+    for etc in {Path(sys.prefix) / "etc", Path(sys.base_prefix) / "etc",
+                Path("/usr/local/etc"), Path("/etc")}:
+        roots += [("tree", etc / "jupyter"), ("tree", etc / "ipython")]
+    home = Path(os.path.expanduser("~"))
+    roots += [("tree", home / ".ipython" / "profile_default" / "startup"),
+              ("config", home / ".ipython" / "profile_default"),
+              ("config", home / ".jupyter")]
+    if course_root is not None:
+        roots += [("tree", Path(course_root) / "exercises"),
+                  ("tree", Path(course_root) / "solutions")]
+    return roots
+
+
+def _files(kind, root: Path) -> set:
+    if not root.is_dir():
+        return set()
+    if kind == "startup":      # what Python runs at startup from a sys.path folder
+        return {str(p) for p in root.iterdir()
+                if p.suffix == ".pth" or p.stem in ("sitecustomize", "usercustomize")}
+    if kind == "config":       # a profile's own config files, not its history or workspaces
+        return {str(p) for p in root.iterdir()
+                if p.is_file() and "config" in p.name and p.suffix in (".py", ".json")}
+    out = set()
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d != "__pycache__" and not d.startswith(".")]
+        out |= {os.path.join(folder, f) for f in files if not f.endswith((".pyc", ".pyo"))}
+    return out

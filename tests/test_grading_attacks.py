@@ -1,0 +1,238 @@
+"""A learner cannot forge a score, and one notebook cannot change another's.
+
+Each test is an attack someone really tried on the grader — or the next thing they would
+try — written into a learner's notebook and graded exactly as an instructor would. The
+forged questions score 0 or are reported as tampered, later notebooks are unaffected, and
+nothing the notebook started is still running when the grader returns.
+
+Every attack sits in an answer cell (the grader runs those) of an otherwise untouched
+exercise, so a correct grader gives 0 everywhere; the same code in a cell the learner added
+is not run at all, which is tested too.
+"""
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from durable_lite.grading import exercise
+from durable_lite.grading.grader import grade_notebook
+
+from grading_support import learner, statuses
+
+ALL_PASSED = [{"exercise": "01_naive_retry", "question": q.id, "title": q.title, "status": "passed",
+               "passed": len(q.tests), "total": len(q.tests), "seed": 0,
+               "tests": [{"name": t.name, "status": "passed", "message": "", "hint": ""}
+                         for t in q.tests]}
+              for q in exercise("01_naive_retry").questions.values()]
+
+STUB = '''
+def run_naive(folder, crash_at=None):
+    raise NotImplementedError("not written yet")
+'''
+
+# Writes what the old grader read: a results file, at the place it named and a few more.
+WRITE_RESULTS = f'''
+import json, os, tempfile
+forged = {ALL_PASSED!r}
+for path in [os.environ.get("DURABLE_LITE_GRADING_RESULTS"), "results.jsonl",
+             os.path.join(tempfile.gettempdir(), "results.jsonl")]:
+    if path:
+        with open(path, "a") as f:
+            f.writelines(json.dumps(r) + "\\n" for r in forged)
+'''
+
+
+def zero_everywhere(score):
+    assert score.passed == 0, score.report()
+    assert all(q["status"] != "passed" for q in score.questions), score.report()
+
+
+def test_writing_the_results_file_scores_nothing(tmp_path):
+    path = learner("01_naive_retry", tmp_path, cells={"def run_naive": WRITE_RESULTS + STUB})
+    zero_everywhere(grade_notebook(path))
+
+
+def test_replacing_the_check_function_scores_nothing_and_is_flagged(tmp_path):
+    forge = STUB + '''
+import durable_lite.grading.checks as checks_module
+from durable_lite.grading.checks import QuestionResult, TestResult
+
+def all_passed(exercise, qid, answers, seed=None, time_limit=None):
+    q = exercise.questions[qid]
+    return QuestionResult(exercise.id, qid, q.title, [TestResult(t.name, "passed") for t in q.tests], seed)
+
+checks_module.run_question = all_passed
+check = lambda question, *answers, **kw: print(question, "· all tests passed ✓")
+'''
+    score = grade_notebook(learner("01_naive_retry", tmp_path, cells={"def run_naive": forge}))
+    zero_everywhere(score)
+    assert score.tampered and statuses(score)["q1"] == "tampered", score.report()
+    assert "run_question" in score.question("q1")["note"]
+    assert any("grading package" in f for f in score.question("q1")["flags"])
+    assert "look at q1" in score.report()
+
+
+def test_replacing_the_results_signer_is_reported_as_tampered(tmp_path):
+    forge = STUB + f'''
+import json
+import durable_lite.grading.protocol as protocol
+protocol.signed = lambda nonce: json.dumps({{"payload": json.dumps({ALL_PASSED[1]!r}), "mac": "0" * 64}})
+'''
+    score = grade_notebook(learner("01_naive_retry", tmp_path, cells={"def run_naive": forge}))
+    zero_everywhere(score)
+    assert all(q["tampered"] for q in score.questions[1:]), score.report()
+
+
+def test_writing_the_file_then_exiting_scores_nothing(tmp_path):
+    attack = WRITE_RESULTS + STUB + "\nimport os\nos._exit(0)\n"
+    score = grade_notebook(learner("01_naive_retry", tmp_path, cells={"def run_naive": attack}))
+    zero_everywhere(score)
+    assert "kernel died" in score.note
+    assert set(statuses(score).values()) == {"not checked"}
+
+
+def test_a_forged_score_printed_by_the_answer_is_not_read(tmp_path):
+    attack = '''
+def run_naive(folder, crash_at=None):
+    import json
+    print(json.dumps({"result": "q1 all passed", "passed": 4, "total": 4}))
+    raise NotImplementedError("not written yet")
+'''
+    zero_everywhere(grade_notebook(learner("01_naive_retry", tmp_path,
+                                           cells={"def run_naive": attack})))
+
+
+def test_cells_added_or_changed_outside_the_answers_are_not_run_and_are_reported(tmp_path):
+    path = learner("01_naive_retry", tmp_path,
+                   cells={'check("q2"': 'print("q2 · predict the refunds: 3/3 — all tests passed ✓")'},
+                   added=[WRITE_RESULTS, "raise SystemExit('added cells never run')"])
+    score = grade_notebook(path)
+    zero_everywhere(score)
+    notes = " ".join(score.notes)
+    assert "the check cell of q2 was changed" in notes and "2 code cell(s) added" in notes
+    assert statuses(score)["q2"] == "not attempted"
+
+
+# one notebook cannot reach another ----------------------------------------------------------
+FORGING_STARTUP = '''
+import durable_lite.grading.checks as c
+from durable_lite.grading.checks import QuestionResult, TestResult
+def _forged(exercise, qid, answers, seed=None, time_limit=None):
+    q = exercise.questions[qid]
+    return QuestionResult(exercise.id, qid, q.title, [TestResult(t.name, "passed") for t in q.tests], seed)
+c.run_question = _forged
+'''
+
+
+def startup_attack(target_home_variable):
+    """An answer cell that writes a forging IPython startup file into its own home, into
+    the folder IPython reads, and into a home it was told about (as a learner might find
+    the instructor's through the password database)."""
+    return STUB + f'''
+import os
+homes = [os.path.expanduser("~"), os.environ.get("IPYTHONDIR", ""), os.environ.get({target_home_variable!r}, "")]
+for home in homes:
+    if home:
+        base = home if home.endswith(".ipython") else os.path.join(home, ".ipython")
+        folder = os.path.join(base, "profile_default", "startup")
+        os.makedirs(folder, exist_ok=True)
+        with open(os.path.join(folder, "00-forge.py"), "w") as f:
+            f.write({FORGING_STARTUP!r})
+'''
+
+
+def test_a_startup_file_written_by_one_notebook_does_not_reach_the_next(tmp_path, monkeypatch):
+    instructor = tmp_path / "instructor-home"
+    startup = instructor / ".ipython" / "profile_default" / "startup"
+    startup.mkdir(parents=True)
+    (startup / "mine.py").write_text("# the instructor's own\n")
+    monkeypatch.setenv("HOME", str(instructor))          # the grader's (real) home, for this test
+    monkeypatch.setenv("ATTACKED_HOME", str(instructor))
+    attacker = learner("01_naive_retry", tmp_path / "mallory",
+                       cells={"def run_naive": startup_attack("ATTACKED_HOME")})
+    victim = learner("01_naive_retry", tmp_path / "victor")
+    first = grade_notebook(attacker)
+    zero_everywhere(first)
+    assert first.tampered and "00-forge.py" in first.questions[0]["note"], first.report()
+    assert sorted(p.name for p in startup.iterdir()) == ["mine.py"]     # put back
+    second = grade_notebook(victim)
+    zero_everywhere(second)                               # untouched: 0, not 11/11
+    assert not second.tampered and second.note is None
+
+
+def test_a_file_dropped_into_the_package_or_site_packages_is_removed(tmp_path):
+    import site
+    import durable_lite
+    planted = [Path(durable_lite.__file__).parent / "grading" / "exercises" / "ex99_forged.py",
+               Path(site.getsitepackages()[0]) / "durable_lite_forged.pth"]
+    attack = STUB + f'''
+for path, text in [({str(planted[0])!r}, "EXERCISE = None\\n"), ({str(planted[1])!r}, "import os\\n")]:
+    with open(path, "w") as f:
+        f.write(text)
+'''
+    try:
+        score = grade_notebook(learner("01_naive_retry", tmp_path, cells={"def run_naive": attack}))
+        assert not any(p.exists() for p in planted)
+        zero_everywhere(score)
+        assert score.tampered and "ex99_forged.py" in score.questions[0]["note"]
+    finally:
+        for p in planted:
+            if p.exists():
+                p.unlink()
+
+
+def _running(pid):
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return state[state.rfind(")") + 2] != "Z"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the subreaper is Linux's")
+def test_a_process_the_notebook_leaves_running_is_killed(tmp_path, monkeypatch):
+    pids = tmp_path / "pids"
+    monkeypatch.setenv("LINGER_PIDS", str(pids))
+    # A daemon that tries every way out: a new session, a double fork, an empty environment,
+    # a name of its own; it forges results files as long as it lives.
+    daemon = ('import os, sys, time, json\n'
+              'if os.fork():\n'
+              '    os._exit(0)\n'
+              'os.setsid()\n'
+              'os.chdir(os.path.dirname(sys.argv[1]))\n'
+              'open(sys.argv[1], "a").write(f"{os.getpid()}\\n")\n'
+              'while True:\n'
+              '    try:\n'
+              '        open("results.jsonl", "a").write(json.dumps({"passed": 4}) + "\\n")\n'
+              '    except OSError:\n'
+              '        pass\n'
+              '    time.sleep(0.05)\n')
+    attack = STUB + f'''
+import os, subprocess, sys, time
+subprocess.Popen([sys.executable, "-c", {daemon!r}, os.environ["LINGER_PIDS"]],
+                 start_new_session=True, env={{}}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+time.sleep(1.0)
+'''
+    score = grade_notebook(learner("01_naive_retry", tmp_path / "mallory",
+                                   cells={"def run_naive": attack}))
+    zero_everywhere(score)
+    (pid,) = [int(line) for line in pids.read_text().split()]
+    deadline = time.monotonic() + 5
+    while _running(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _running(pid), "the notebook's daemon outlived the grader"
+    zero_everywhere(grade_notebook(learner("01_naive_retry", tmp_path / "victor")))
+
+
+def test_the_executed_notebook_shows_the_graders_feedback_not_the_secret(tmp_path):
+    score = grade_notebook(learner("01_naive_retry", tmp_path, start="solutions"), seed=42)
+    checks = [c for c in score.notebook.cells if c.cell_type == "code" and c.source.startswith("check(")]
+    text = json.dumps([c.outputs for c in checks])
+    assert "all tests passed" in text and "secret" not in text and "__dl_grading__" not in text
+    assert all(c.source.startswith("check(") for c in checks)    # the cell as the learner knows it
+    assert "cases seed 42" in score.report()
+    assert os.path.exists(score.path)

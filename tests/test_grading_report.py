@@ -1,0 +1,107 @@
+"""`python -m durable_lite.grading report`: a class graded in parallel, each notebook in its
+own sandbox, into a CSV, a summary and a chart — and one notebook that hangs, crashes its
+kernel or tampers costs only itself."""
+
+import csv
+import site
+import subprocess
+import sys
+from pathlib import Path
+
+from durable_lite.grading.report import COLUMNS, find_notebooks, report
+
+from grading_support import ROOT, learner
+
+HANGS = ("import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+         "while True:\n    time.sleep(0.1)")
+FORGES = '''
+import durable_lite.grading.checks as checks_module
+checks_module.run_question = lambda *a, **k: None
+def run_naive(folder, crash_at=None):
+    raise NotImplementedError
+'''
+
+
+def rows_of(out):
+    with open(out / "scores.csv", newline="", encoding="utf-8") as f:
+        reader = csv.DictReader(f)
+        assert reader.fieldnames == COLUMNS
+        return list(reader)
+
+
+def test_a_class_report_with_a_hanging_a_crashing_and_a_forging_notebook(tmp_path):
+    klass = tmp_path / "class"
+    learner("01_naive_retry", klass / "ana", start="solutions")
+    learner("01_naive_retry", klass / "ben")                                     # untouched
+    learner("01_naive_retry", klass / "cy", start="solutions",
+            cells={"def retry_from_top": HANGS})                                 # hangs in q3
+    learner("01_naive_retry", klass / "dee", start="solutions",
+            cells={"def predicted_refunds": "import os\nos._exit(1)"})           # kills its kernel
+    learner("01_naive_retry", klass / "eve", cells={"def run_naive": FORGES})    # forges
+    out = tmp_path / "report"
+    result = report(klass, out, jobs=2, timeout=20, seed=99, progress=False)
+
+    by = {(r["learner"], r["question"]): r for r in rows_of(out)}
+    assert len(by) == 5 * 3
+    assert [by[("ana", q)]["status"] for q in ("q1", "q2", "q3")] == ["passed"] * 3
+    assert [by[("ben", q)]["score"] for q in ("q1", "q2", "q3")] == ["0", "0", "0"]
+    assert [by[("cy", q)]["status"] for q in ("q1", "q2", "q3")] == ["passed", "passed", "not checked"]
+    assert [by[("dee", q)]["status"] for q in ("q1", "q2", "q3")] == ["passed", "not checked", "not checked"]
+    assert by[("eve", "q1")]["tampered"] == "True" and by[("eve", "q1")]["score"] == "0"
+    assert "grading package" in by[("eve", "q1")]["review"]
+    assert all(r["seed"] == "99" for r in by.values())
+    assert "kernel died" in by[("dee", "q2")]["note"]
+
+    summary = (out / "summary.md").read_text()
+    table = [line for line in summary.splitlines() if line.startswith("| 01 ")]
+    assert [line.split(" · ")[0] for line in table] == ["| 01 q3", "| 01 q2", "| 01 q1"]  # most failed first
+    assert "| 01 q3 · a naive retry loop | 1/5 | 20% |" in summary
+    assert "**tampered**: eve" in summary and "stopped early: cy" in summary
+    assert (out / "summary.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (out / "notebooks" / "ana" / "01_naive_retry.ipynb").exists()
+    assert result.summary_line().startswith("graded 5 notebooks from 5 learners")
+    assert "1 tampered, 2 stopped early; cases seed 99" in result.summary_line()
+
+
+def test_a_notebook_that_changes_shared_files_beside_others_is_found_and_the_others_regraded(tmp_path):
+    planted = Path(site.getsitepackages()[0]) / "durable_lite_report_forged.pth"
+    attack = f'''
+def run_naive(folder, crash_at=None):
+    raise NotImplementedError
+with open({str(planted)!r}, "w") as f:
+    f.write("import os\\n")
+'''
+    klass = tmp_path / "class"
+    learner("01_naive_retry", klass / "mallory", cells={"def run_naive": attack})
+    learner("01_naive_retry", klass / "victor", start="solutions")
+    try:
+        result = report(klass, tmp_path / "report", jobs=2, timeout=60, seed=5, progress=False)
+        assert not planted.exists()
+        scores = {g.learner: g.score for g in result.graded}
+        assert scores["mallory"].tampered and scores["mallory"].passed == 0
+        assert not scores["victor"].tampered and scores["victor"].passed == 11
+        assert any("durable_lite_report_forged.pth" in w for w in result.warnings)
+    finally:
+        if planted.exists():
+            planted.unlink()
+
+
+def test_learners_are_named_by_folder_or_by_file(tmp_path):
+    learner("02_memoize", tmp_path / "nested" / "ana")
+    learner("02_memoize", tmp_path, filename="bob-02_memoize.ipynb")
+    (tmp_path / ".ipynb_checkpoints").mkdir()
+    learner("02_memoize", tmp_path / ".ipynb_checkpoints")
+    found = {g.learner: g.shown for g in find_notebooks(tmp_path)}
+    assert found == {"nested/ana": "nested/ana/02_memoize.ipynb", "bob": "bob-02_memoize.ipynb"}
+
+
+def test_the_command_prints_a_summary_line(tmp_path):
+    learner("04_determinism", tmp_path / "class" / "ana", start="solutions")
+    out = subprocess.run([sys.executable, "-m", "durable_lite.grading", "report",
+                          str(tmp_path / "class"), "--out", str(tmp_path / "out"), "--seed", "3"],
+                         capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    last = out.stdout.strip().splitlines()[-1]
+    assert last.startswith("graded 1 notebooks from 1 learners") and "4/4 tests passed" in last
+    assert "grading" in out.stderr                          # the progress bar, on stderr
+    assert (tmp_path / "out" / "scores.csv").exists()
