@@ -558,8 +558,9 @@ def fork(engine, source_id, from_step, run_id=None, version=None):
 
     `from_step` is the label of a recorded step ("email", "search#2") or wait. The new run
     gets the source's arguments, budget and every entry before that position (step results,
-    ctx.now/uuid/random values, waits and their payloads, patch markers); those steps are
-    not executed again. Everything from `from_step` on executes for real, as in any run.
+    ctx.now/uuid/random values, waits and their payloads, patch markers), each recorded as
+    by the worker "copied from <source>"; those steps are not executed again. Everything
+    from `from_step` on executes for real, as in any run.
 
     Idempotency keys: `ctx.idempotency_key(...)` derives a key from the run's id and its
     parts, so the fork — a new run id — derives new keys. A step the fork executes again is
@@ -590,7 +591,11 @@ def fork(engine, source_id, from_step, run_id=None, version=None):
     else:
         from .engine import _check_run_id
         _check_run_id(run_id)
-    prefix = entries[:at]
+    # Copied entries name where they come from instead of the worker that executed them
+    # (the source's history keeps that), so the fork's history and trace show which steps
+    # it executed itself and which it copied.
+    copied = f"copied from {source_id}"
+    prefix = [Entry(*e[:8], copied, e.cost) for e in entries[:at]]
     copy = source.copy(run_id=run_id, status=RUNNING, result_json=None, error=None,
                        halt_reason=None, waiting_for=None, wake_at=None, spent_steps=0,
                        spent_cost=0.0, interruptions=0, taken_up_at=None)

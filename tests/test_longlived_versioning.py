@@ -378,12 +378,17 @@ def test_a_fork_from_each_step_of_the_refund_executes_exactly_the_steps_after_it
     assert counts() == (1 + (at <= 1), 1 + (at <= 2), 2)
 
 
-def test_a_fork_keeps_the_workers_that_executed_its_copied_steps(eng, folder):
+def test_a_forks_history_and_trace_tell_copied_steps_from_executed_ones(eng, folder, clock):
     eng.start(ex.refund, folder, "A-1", 10, run_id="by-one")
+    clock.advance(3600)
     other = again(eng)
     fork = other.fork("by-one", from_step="close", run_id="by-other")
     workers = [r["worker"] for r in other.history("by-other")]
-    assert workers == [eng.worker] * 3 + [other.worker] and fork.executed == ["close"]
+    assert workers == ["copied from by-one"] * 3 + [other.worker] and fork.executed == ["close"]
+    copied, executed = other.trace("by-other").children
+    assert [s.name for s in copied.children] == ["lookup", "refund", "email"]
+    assert copied.worker == "copied from by-one"
+    assert [s.name for s in executed.children] == ["close"] and executed.status == "completed"
 
 
 def test_a_fork_from_before_a_wait_waits_again_for_its_own_signal(eng, folder, deployed):
