@@ -543,8 +543,9 @@ def _upgrade(engine, run_id, target, wf):
             engine._event(run_id, "migrated", position=position, name=before.label,
                           detail=before.result_json)
         engine._event(run_id, "upgraded", detail=json.dumps(
-            {"from": old, "to": target, "migrations": steps, "args": record.args_json,
-             "kwargs": record.kwargs_json}))
+            {"from": old, "to": target, "migrations": steps,
+             "args": jsonvalue.decode(record.args_json),
+             "kwargs": jsonvalue.decode(record.kwargs_json)}))
     due = " It is due now: the next recover() continues it." if fields.get("status") == RUNNING else ""
     return _note(engine.get(run_id), f"run {run_id!r} moved from {record.workflow} v{old} to "
                                      f"v{target} by {steps}; {len(changed)} recorded "
@@ -569,6 +570,7 @@ def fork(engine, source_id, from_step, run_id=None, version=None):
     effect is not repeated. (A key a step computed and returned is copied with its result:
     a later step that uses that recorded key is recognised as a repeat by its provider.)
     Signals sent to the source are not copied: a wait after the fork point waits again.
+    The copied steps count toward the fork's budget, as they do in its history.
 
     The copied history is replayed on the target code first (a replay check); if it does
     not fit, the fork is refused and nothing is created. Calling fork again with the same

@@ -241,7 +241,7 @@ def test_a_state_1_run_is_refused_without_a_migration_and_moved_with_one(eng):
     assert ask["result"] == {"order": "A-7", "cents": 1250} and ask["worker"] == before[0].worker
     events = {e.kind: e for e in eng.events("cents")}
     assert events["migrated"].detail == before[0].result_json             # nothing lost
-    assert json.loads(events["upgraded"].detail)["args"] == '["A-7",12.5]'
+    assert json.loads(events["upgraded"].detail)["args"] == ["A-7", 12.5]
 
     eng.signal("cents", "approval", True)
     done = again(eng).resume("cents")
@@ -434,3 +434,48 @@ def test_what_a_fork_refuses(eng, folder, deployed):
     assert eng.store.get_run("misfit") is None
     generated = eng.fork("src", from_step="close")
     assert generated.run_id.startswith("src-fork-") and generated.status == "completed"
+
+
+def test_an_upgraded_run_with_its_answer_already_waiting_is_due_at_once(eng):
+    v1, _ = define_cents_versions()
+    dl.migration("vx-cents", from_version=1, to_version=2)(to_cents)
+    eng.start(v1, "A-4", 1.25, run_id="answered")
+    eng.signal("answered", "approval", True)         # arrives before anyone resumes it
+    run = eng.upgrade("answered")
+    assert (run.version, run.status) == (2, "running") and "due now" in run.note
+    (done,) = eng.recover()
+    assert done.result == {"paid_cents": 125}
+
+
+def test_an_upgrade_is_refused_while_another_worker_executes_the_run(eng):
+    other = again(eng)
+    refused = []
+
+    def meddle():
+        with pytest.raises(dl.LeaseHeldError, match="'busy'"):
+            other.upgrade("busy", to_version=2)
+        refused.append(True)
+        return "b"
+
+    @dl.workflow("vx-busy", version=1)
+    def busy(ctx):
+        return [ctx.step("a", lambda: "a"), ctx.step("b", meddle)]
+
+    @dl.workflow("vx-busy", version=2)
+    def busy_v2(ctx):
+        return busy.fn(ctx)
+
+    dl.migration("vx-busy", from_version=1, to_version=2)(lambda state: state)
+    assert eng.start(busy, run_id="busy").result == ["a", "b"] and refused
+    assert eng.get("busy").version == 1
+
+
+def test_one_gate_name_at_two_points_decides_at_each(eng):
+    @dl.workflow("vx-two-points")
+    def loop(ctx):
+        return [ctx.patched("cap") for _ in range(2)]
+
+    assert eng.start(loop, run_id="two").result == [True, True]
+    labels = [(e.kind, e.label) for e in eng.store.load_entries("two")]
+    assert labels == [("patch", "cap"), ("patch", "cap#2")]
+    assert eng.check_replay("two").outcome == "finishes with no new work"
