@@ -56,3 +56,10 @@ __all__ = [
     "SystemClock", "UnknownRunError", "WAITING", "WorkflowNotRegistered", "workflow",
     *sorted(_LAZY),
 ]
+
+# Versioning long-lived runs (versioning.py): patch gates, migrations, forks.
+from .errors import UnknownStepError, UpgradeRefused  # noqa: E402
+
+_LAZY.add("versioning")
+_LAZY_NAMES.update(migration="versioning", RunState="versioning")
+__all__ += ["RunState", "UnknownStepError", "UpgradeRefused", "migration", "versioning"]

@@ -424,6 +424,27 @@ class Context:
                            self._engine.worker), _label(name, occurrence))
         self._engine._fault_point(name, occurrence, AFTER_CHECKPOINT)
 
+    # versioning: patch gates (the rule and how to retire a gate are in versioning.py) -----
+    def patched(self, name: str) -> bool:
+        """Which branch of the patch gate `name` to take: `if ctx.patched("fraud-check"):`.
+
+        True if the run reaches this point under code that has the gate: a marker is
+        recorded here, and every replay finds it and answers True again. False if the run's
+        history already holds something else at this position, i.e. it was recorded before
+        the gate existed and went past this point on the old branch; the gate then takes no
+        position, so the old branch replays as it was recorded. Never a divergence.
+        Retire it with `ctx.deprecate_patch(name)` once `engine.patch_report(...)` finds no
+        unfinished run on the old branch (versioning.patched says exactly how).
+        """
+        from .versioning import patched
+        return patched(self, name)
+
+    def deprecate_patch(self, name: str) -> None:
+        """What replaces `if ctx.patched(name):` once no unfinished run takes its old branch:
+        replays the gate's marker where a run holds one, records nothing where it does not."""
+        from .versioning import deprecate_patch
+        deprecate_patch(self, name)
+
     # replay machinery -------------------------------------------------------------------
     def _claim(self, kind, name):
         """The next position, and which occurrence of (kind, name) this call is."""

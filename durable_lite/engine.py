@@ -356,6 +356,44 @@ class Engine:
         # One label per step, wait and sleep (each wait or sleep starts with its timer).
         return [e.label for e in removed if e.kind in (STEP, ERROR, TIMER)]
 
+    # versioning long-lived runs: upgrades, forks, and who still needs old code. The
+    # mechanism is in versioning.py; these methods hand over to it. ---------------------
+    def upgrade(self, run_id: str, to_version: int | None = None):
+        """Move a run onto a newer version of its workflow (default: the newest registered),
+        through the migrations registered with @dl.migration, after checking that the new
+        code replays its history. Refused with UpgradeRefused, nothing changed, when no
+        migration leads there or the history does not fit (see versioning.upgrade)."""
+        from .versioning import upgrade
+        return upgrade(self, run_id, to_version)
+
+    def fork(self, source: str, /, from_step: str, *, run_id: str | None = None,
+             version: int | None = None):
+        """A new run with `source`'s checkpoints before `from_step`, executed from there on
+        the code registered now (on `version`, through migrations, if given). Copied steps
+        are not executed again; steps the fork executes derive new idempotency keys from its
+        own run id, so their effects are new (see versioning.fork)."""
+        from .versioning import fork
+        return fork(self, source, from_step, run_id, version)
+
+    def check_replay(self, run_id: str, version: int | None = None):
+        """Replay a run's history on the code registered now (its version, or `version`),
+        doing nothing, and say whether it fits: a deploy check (see versioning.replay)."""
+        from .versioning import check_replay
+        return check_replay(self, run_id, version)
+
+    def runs_on(self, workflow: str, version: int | None = None,
+                include_completed: bool = False) -> list:
+        """Runs of `workflow` (on `version`), leaving out completed ones: while this list is
+        not empty, that version's code must stay deployed."""
+        from .versioning import runs_on
+        return runs_on(self, workflow, version, include_completed)
+
+    def patch_report(self, workflow: str, patch: str):
+        """Which unfinished runs of `workflow` take the old branch of the gate `patch`, hold
+        its marker, or have not reached it, and whether the gate can be retired."""
+        from .versioning import patch_report
+        return patch_report(self, workflow, patch)
+
     # internals --------------------------------------------------------------------------
     def _record(self, run_id):
         record = self.store.get_run(run_id)

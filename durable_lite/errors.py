@@ -68,3 +68,17 @@ class StoreWriteError(DurableError):
 class ContextCallError(DurableError):
     """A ctx method was called from somewhere other than the workflow function itself:
     inside a step's function, or from another thread."""
+
+
+# versioning long-lived runs (versioning.py) -----------------------------------------------
+class UpgradeRefused(DurableError):
+    """A run cannot move to another version of its workflow (engine.upgrade, or a fork onto
+    that version): no migration leads there, a migration failed, or the new version's code
+    cannot replay the run's history. The message says which; nothing was changed."""
+
+
+class UnknownStepError(DurableError, KeyError):
+    """The run has no recorded step or wait with that label."""
+
+    def __str__(self):  # KeyError would otherwise print the message in quotes
+        return self.args[0] if self.args else ""

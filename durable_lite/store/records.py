@@ -31,6 +31,8 @@ VALUE = "value"          # ctx.now / ctx.uuid / ctx.random: a non-deterministic 
 SIGNAL = "signal"        # the outcome of ctx.wait_for_signal (payload, or None on timeout)
 TIMER = "timer"          # a deadline or wake-up time, fixed the first time it is reached
 WOKE = "woke"            # ctx.sleep finished
+PATCH = "patch"          # ctx.patched: this run took the new branch of a patch gate
+                         # (a marker; see versioning.py)
 
 
 class _Record:
