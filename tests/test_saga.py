@@ -381,3 +381,12 @@ def test_import_durable_lite_still_loads_no_slow_module_for_the_saga():
     assert "durable_lite.saga" in loaded
     assert not loaded & {"inspect", "dataclasses", "durable_lite.policy", "durable_lite.sim",
                          "durable_lite.booking"}
+
+
+def test_the_trace_shows_the_undos_as_steps_and_the_execution_ending_compensated(eng, fx):
+    fx.refuse = {"c"}
+    eng.start(three, run_id="r")
+    tree = eng.trace("r")
+    (execution,) = tree.children
+    assert tree.status == execution.status == "compensated"
+    assert [s.name for s in execution.children] == ["a", "b", "c", "undo:c", "undo:b", "undo:a"]
