@@ -59,7 +59,9 @@ recorded like any failed step (engine.history shows it "failed", engine.events i
 the undos after it still run, and the run ends `failed` with a CompensationFailed error that
 names every undo that failed. That run needs a person: settle it by hand, or fix the cause
 and `engine.invalidate(run_id, "undo:flight")` then `engine.resume(run_id)` — the undos from
-there run again, and their keys turn the ones that had already worked into no-ops.
+there run again, and their keys turn the ones that had already worked into no-ops. (When
+the undo that failed is the run's last entry, `resume` alone gives it its attempts again,
+as it does for any failed run.)
 
 A compensated run's budget still applies: a budget can halt a run while it compensates, and
 a resume with a new budget carries on undoing. One saga per workflow run: sagas do not nest.
@@ -179,13 +181,12 @@ class Saga:
             failed_step, error = reason.step, reason.error
         else:
             failed_step, error = None, str(reason)
-        from .policy import Step          # loaded on first use (see policy.py)
+        from .policy import NO_RETRY, Step      # loaded on first use (see policy.py)
         done, failed = [], []
         for undo in reversed(self._undos):
             if undo.label is None:         # its step never took a position: nothing happened
                 continue
-            spec = Step(undo_name(undo.label)) if self.undo_retry is None else \
-                Step(undo_name(undo.label), retry=self.undo_retry)
+            spec = Step(undo_name(undo.label), retry=self.undo_retry or NO_RETRY)
             key = ctx.idempotency_key("undo", undo.label)
             try:
                 ctx.step(spec, undo.fn, *undo.args, idempotency_key=key)

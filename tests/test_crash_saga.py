@@ -10,7 +10,7 @@ from core_support import *  # noqa: F401,F403
 
 from durable_lite.booking import book_trip
 from durable_lite.child import run_in_child
-from durable_lite.faults import AFTER_CHECKPOINT, AFTER_EFFECT, BEFORE_STEP, CRASH_POINTS, CrashAt
+from durable_lite.faults import AFTER_EFFECT, BEFORE_STEP, CRASH_POINTS, CrashAt
 from durable_lite.sim import travel_at
 from durable_lite.sweep import crash_points, sweep, world_effects
 

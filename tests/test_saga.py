@@ -260,6 +260,15 @@ def test_a_failed_compensation_resumed_repeats_no_effect_and_once_fixed_finishes
     assert len(undos_of_a) == 2 and len(set(undos_of_a)) == 1      # same key: a provider dedupes
 
 
+def test_when_the_last_undo_failed_resume_gives_it_its_attempts_again(eng, fx):
+    fx.refuse = {"d", "undo a"}
+    assert eng.start(three, run_id="r").status == "failed"
+    fx.refuse = {"d"}                                               # fixed: resume is enough
+    run = again(eng).resume("r")
+    assert run.status == "compensated" and run.executed == ["undo:a"]
+    assert fx.names() == ["a", "b", "c", "undo d", "undo c", "undo b", "undo a"]
+
+
 def test_undo_retry_gives_a_flaky_undo_more_attempts(eng):
     tries = {"n": 0}
 
