@@ -63,8 +63,10 @@ there run again, and their keys turn the ones that had already worked into no-op
 the undo that failed is the run's last entry, `resume` alone gives it its attempts again,
 as it does for any failed run.)
 
-A compensated run's budget still applies: a budget can halt a run while it compensates, and
-a resume with a new budget carries on undoing. One saga per workflow run: sagas do not nest.
+A budget still applies while a run compensates (undos are steps): it can halt the run
+halfway back, and a resume with a new budget carries on undoing. Sagas do not nest: a
+Compensated raised inside another saga's block passes through it without running that
+saga's undos, so give a run one saga.
 """
 
 from .context import StepFailed
