@@ -28,6 +28,8 @@ from .errors import (ContextCallError, Crash, DurableError, LeaseHeldError, Leas
 from .store import MemoryStore, SQLiteStore, Store
 from .store.records import COMPLETED, DEAD, DIVERGED, FAILED, HALTED, RUNNING, SLEEPING, WAITING
 from .workflow import workflow
+from .saga import Compensated, CompensationFailed, Saga          # lesson 09: undo in reverse
+from .store.records import COMPENSATED
 
 __version__ = "0.1.0"
 
@@ -55,6 +57,7 @@ __all__ = [
     "StepResultNotJSON", "StepTimeout", "Store", "StoreFileError", "StoreWriteError",
     "SystemClock", "UnknownRunError", "WAITING", "WorkflowNotRegistered", "workflow",
     *sorted(_LAZY),
+    "COMPENSATED", "Compensated", "CompensationFailed", "Saga",
 ]
 
 # Versioning long-lived runs (versioning.py): patch gates, migrations, forks.

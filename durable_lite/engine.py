@@ -44,8 +44,10 @@ from .context import Context, Halt, Park, check_name
 from .errors import (LeaseHeldError, LeaseLostError, NonDeterminismError, RunArgumentsMismatch,
                      RunFinishedError, StoreWriteError, UnknownRunError, WorkflowNotRegistered)
 from .lease import HOST, Heartbeat, RunTurns, owner_is_dead
+from .saga import Compensated
 from .store.records import (COMPLETED, DEAD, DIVERGED, ERROR, FAILED, HALTED, RUNNING, SLEEPING,
                             STEP, TIMER, UNFINISHED, WAITING, Event, RunRecord)
+from .store.records import COMPENSATED       # a saga's ending (saga.py)
 from .usage import Usage
 from .workflow import Workflow, latest, lookup
 
@@ -147,7 +149,7 @@ class Engine:
     def resume(self, run_id: str, budget=None):
         """Continue a run from its checkpoints, in this process or any other.
 
-        A completed run is returned as it is. A halted run stays halted unless a new
+        A completed or compensated run is returned as it is. A halted run stays halted unless a new
         `budget` is given. A parked run re-checks its signal, deadline or wake time.
         A failed, diverged or dead run is executed again — that is how someone acts on it:
         - failed: its last failed step gets its attempts again (unless its function ran
@@ -168,7 +170,7 @@ class Engine:
             if record.status == HALTED:
                 self.store.update_run(record.run_id, status=RUNNING, halt_reason=None)
                 record.status = RUNNING
-        if record.status in (COMPLETED, HALTED):
+        if record.status in (COMPLETED, HALTED, COMPENSATED):
             return self.get(record.run_id)
         return self._drive(record.run_id, must_lease=True)
 
@@ -233,7 +235,7 @@ class Engine:
         text = jsonvalue.encode(payload, what=f"the payload of signal {name!r} to run {run_id!r} is")
         self.store.check_file()
         record = self._record(run_id)
-        if record.status == COMPLETED:      # a failed, halted... run can still be resumed
+        if record.status in (COMPLETED, COMPENSATED):  # a failed, halted... run can still be resumed
             raise RunFinishedError(f"run {run_id!r} is {record.status}; it cannot receive signal {name!r}")
         self.store.add_signal(run_id, name, text, self.clock())
         self._event(run_id, "signal", name=name, detail=text)
@@ -488,7 +490,7 @@ class Engine:
                                                  f"{record.lease_owner} until "
                                                  f"{record.lease_expires}; try again later")
                         return None
-                    if record.status in (COMPLETED, HALTED):
+                    if record.status in (COMPLETED, HALTED, COMPENSATED):
                         return self.get(run_id) if must_lease else None
                     if not must_lease and not self._is_due(record):
                         return None               # recover() read a stale list: nothing to do
@@ -533,6 +535,10 @@ class Engine:
             raise     # a bug in the code: its history stays as it is, for a person to act on
         except (LeaseLostError, StoreWriteError):
             raise     # a lost race, or a store that cannot write: nothing more can be recorded
+        except Compensated as done:   # a saga undid the run's steps after one failed for good
+            text = jsonvalue.encode(done.result, what=f"the compensation of run {run_id!r} is")
+            self._end(record, "compensated", str(done), status=COMPENSATED, result_json=text,
+                      error=str(done))
         except Exception as exc:
             message = f"{type(exc).__name__}: {exc}"
             self._end(record, "failed", message, status=FAILED, error=message)

@@ -3,7 +3,7 @@
 from dataclasses import dataclass, field
 from typing import Any
 
-from .store.records import COMPLETED, FINISHED
+from .store.records import COMPENSATED, COMPLETED, FINISHED
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ class Run:
 
     def __repr__(self):
         parts = [f"run_id={self.run_id!r}", f"status={self.status!r}"]
-        if self.status == COMPLETED:
+        if self.status in (COMPLETED, COMPENSATED):
             parts.append(f"result={self.result!r}")
         for name in ("error", "halt_reason", "waiting_for", "note"):
             if getattr(self, name) is not None:

@@ -459,3 +459,147 @@ def forget_worlds(folder) -> None:
     inside = folder.rstrip(os.sep) + os.sep
     for key in [k for k in _worlds if k[0] == folder or str(k[0]).startswith(inside)]:
         _worlds.pop(key).close()
+
+
+# A travel desk: effects that can be undone, and refusals that are final ----------------------
+# Lesson 09's suppliers: a card to charge, an airline, a car hire and hotels. They keep their
+# records on the folder's own ledgers ("charges", "bookings", "cancellations") and refund
+# through the payments provider ("refunds"), so World.summary(), the crash sweep and the
+# crash lab count all of it with no wiring of their own.
+
+class Refused(Exception):
+    """A supplier's final answer (sold out, card declined, fare not cancellable): asking
+    again gives the same answer, so a step that meets one should fail for good."""
+
+
+# What the suppliers sell. `left` is how many can be booked at once (0: sold out);
+# a saver fare cannot be cancelled.
+OFFERS = {
+    "TP662-flex": {"kind": "flight", "what": "Lisbon to Amsterdam, flexible fare", "price": 420,
+                   "left": 9, "cancellable": True},
+    "TP662-saver": {"kind": "flight", "what": "Lisbon to Amsterdam, saver fare", "price": 290,
+                    "left": 9, "cancellable": False},
+    "KL1692-flex": {"kind": "flight", "what": "Amsterdam to Lisbon, flexible fare", "price": 380,
+                    "left": 9, "cancellable": True},
+    "car-compact": {"kind": "car", "what": "compact car, 3 days", "price": 160, "left": 5,
+                    "cancellable": True},
+    "car-van": {"kind": "car", "what": "van, 3 days", "price": 310, "left": 2, "cancellable": True},
+    "hotel-canal-house": {"kind": "hotel", "what": "Canal House, 3 nights", "price": 540,
+                          "left": 0, "cancellable": True},
+    "hotel-harbour-inn": {"kind": "hotel", "what": "Harbour Inn, 3 nights", "price": 480,
+                          "left": 4, "cancellable": True},
+    "hotel-dam-square": {"kind": "hotel", "what": "Dam Square Hotel, 3 nights", "price": 610,
+                         "left": 0, "cancellable": True},
+}
+CARD_LIMIT = 2000          # euros: a larger charge is declined
+
+
+def offer(name) -> dict:
+    """The catalogue entry of an offer (a copy), or a ValueError that lists the offers."""
+    if name not in OFFERS:
+        raise ValueError(f"no offer {name!r}; the travel desk sells {', '.join(OFFERS)}")
+    return {"offer": name, **OFFERS[name]}
+
+
+class TravelDesk:
+    """The travel suppliers of one world folder. References are the caller's: a charge or
+    booking is made once per reference (a repeat returns the first, with repeat=True), and
+    undone by the same reference, so an undo needs nothing but what the workflow chose
+    before the step ran. An undo with nothing to undo does nothing and says so.
+
+        desk = travel_at(folder)
+        desk.charge("trip-7", 1120, reference=k1)              # "charges"
+        desk.book("TP662-flex", reference=k2)                  # "bookings"
+        desk.cancel(k2, idempotency_key=u2)                    # "cancellations"
+        desk.refund(k1, idempotency_key=u1)                    # payments: "refunds"
+        desk.statement()                                       # do the ledgers balance?
+
+    Every cancel or refund request is recorded unless its idempotency key was seen before,
+    so an undo run twice without a key shows up twice (an airline would take its fee twice).
+    """
+
+    def __init__(self, world):
+        self.world = world
+
+    def _ledger(self, name):
+        return self.world.ledger(name)
+
+    @staticmethod
+    def _by_key(records, key):
+        return next((r for r in records if r["key"] == key), None)
+
+    # forward -------------------------------------------------------------------------------
+    def charge(self, trip, amount, reference) -> dict:
+        if amount > CARD_LIMIT:
+            raise Refused(f"card declined: {amount} EUR is over the card's limit of {CARD_LIMIT} EUR")
+        done = self._ledger("charges").record(key=reference, detail={"trip": trip, "amount": amount})
+        return {"charge_id": done["record_id"], **done["detail"], "repeat": done["repeat"]}
+
+    def book(self, name, reference, trip=None) -> dict:
+        item = offer(name)
+        bookings = self._ledger("bookings")
+        earlier = self._by_key(bookings.records(), reference)
+        if earlier is None and self._held(name) >= item["left"]:
+            raise Refused(f"{name} ({item['what']}) is sold out")
+        done = bookings.record(key=reference, detail={"offer": name, "kind": item["kind"],
+                                                      "price": item["price"], "trip": trip})
+        return {"booking_id": done["record_id"], **done["detail"], "repeat": done["repeat"]}
+
+    # undo ----------------------------------------------------------------------------------
+    def cancel(self, reference, idempotency_key=None) -> dict:
+        booking = self._by_key(self._ledger("bookings").records(), reference)
+        if booking is None:
+            return {"cancelled": False, "reason": "no booking with this reference"}
+        name = booking["detail"]["offer"]
+        if not OFFERS[name]["cancellable"]:
+            raise Refused(f"booking {booking['record_id']} ({name}) cannot be cancelled: "
+                          f"{OFFERS[name]['what']}")
+        done = self._ledger("cancellations").record(
+            key=idempotency_key, detail={"booking_id": booking["record_id"], "offer": name})
+        return {"cancelled": True, "cancellation_id": done["record_id"], **done["detail"],
+                "repeat": done["repeat"]}
+
+    def refund(self, reference, idempotency_key=None) -> dict:
+        charge = self._by_key(self._ledger("charges").records(), reference)
+        if charge is None:
+            return {"refunded": False, "reason": "no charge with this reference"}
+        paid = self.world.payments.refund(charge["detail"]["trip"], charge["detail"]["amount"],
+                                          idempotency_key=idempotency_key)
+        return {"refunded": True, "charge_id": charge["record_id"], **paid}
+
+    # looking -------------------------------------------------------------------------------
+    def _held(self, name=None) -> int:
+        return len([b for b in self._bookings_held() if name is None or b["detail"]["offer"] == name])
+
+    def _bookings_held(self, trip=None) -> list:
+        cancelled = {c["detail"]["booking_id"] for c in self._ledger("cancellations").records()}
+        return [b for b in self._ledger("bookings").records()
+                if b["record_id"] not in cancelled and trip in (None, b["detail"]["trip"])]
+
+    def statement(self, trip=None) -> dict:
+        """What the customer paid and holds, in euros (for one trip, or the whole folder):
+        `balance` = charged - refunded - the price of the bookings still held. 0 when the
+        ledgers balance; above 0, money taken for nothing; below 0, money given back twice
+        or a booking kept for free. `cancelled_twice` counts bookings cancelled more than
+        once."""
+        charged = sum(c["detail"]["amount"] for c in self._ledger("charges").records()
+                      if trip in (None, c["detail"]["trip"]))
+        refunded = self.world.payments.total(trip)
+        refunded = int(refunded) if float(refunded).is_integer() else refunded   # 1120, not 1120.0
+        held = self._bookings_held(trip)
+        ours = {b["record_id"] for b in self._ledger("bookings").records()
+                if trip in (None, b["detail"]["trip"])}
+        per_booking = {}
+        for c in self._ledger("cancellations").records():
+            booking = c["detail"]["booking_id"]
+            if booking in ours:
+                per_booking[booking] = per_booking.get(booking, 0) + 1
+        held_value = sum(b["detail"]["price"] for b in held)
+        return {"charged": charged, "refunded": refunded, "held": [b["detail"]["offer"] for b in held],
+                "held_value": held_value, "balance": charged - refunded - held_value,
+                "cancelled_twice": sum(1 for n in per_booking.values() if n > 1)}
+
+
+def travel_at(folder) -> TravelDesk:
+    """The travel desk of the world at `folder` (its shared `world_at` object)."""
+    return TravelDesk(world_at(folder))

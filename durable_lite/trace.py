@@ -70,6 +70,7 @@ RUN, EXECUTION, STEP_SPAN, ATTEMPT, WAIT, SLEEP = "run", "execution", "step", "a
 # Events that end an execution, and what the ending means for it.
 _ENDINGS = {"completed": "completed", "failed": "failed", "halted": "halted",
             "waiting": "parked", "sleeping": "parked", "diverged": "diverged"}
+_ENDINGS["compensated"] = "compensated"     # a saga undid the run's steps (saga.py)
 
 
 @dataclass

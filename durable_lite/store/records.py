@@ -19,8 +19,11 @@ DIVERGED = "diverged"    # replay met a call its history does not record there: 
                          # changed under the run. Someone must act (see Engine.resume)
 DEAD = "dead"            # its executions were interrupted again and again at one point: a
                          # poison run, set aside so it cannot kill every worker (engine.py)
+COMPENSATED = "compensated"   # a step failed for good and the run undid what it had done,
+                              # in reverse (saga.py); finished, like completed
 
-FINISHED = (COMPLETED, FAILED, HALTED, DIVERGED, DEAD)   # nothing happens until someone acts
+FINISHED = (COMPLETED, FAILED, HALTED, DIVERGED, DEAD,   # nothing happens until someone acts
+            COMPENSATED)
 PARKED = (WAITING, SLEEPING)
 UNFINISHED = (RUNNING, WAITING, SLEEPING)                # what recover() looks after
 
