@@ -306,3 +306,23 @@ def test_make_lab_prints_a_link_that_opens_lesson_00(tmp_path):
     assert launcher.returncode == 0
     with pytest.raises(OSError):                          # the server stopped with it
         urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status", timeout=2)
+
+
+def test_a_lesson_that_runs_a_real_engine_is_skipped_only_where_the_engine_cannot_run():
+    """tests/conftest.py: lesson 14 (DBOS on SQLite and on Postgres) is skipped on a Python
+    that cannot run them (3.13: no pgserver wheel, SQLite too old for DBOS), with the
+    reason durable_lite.engines gives; no other lesson is affected."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("suite_rules", os.path.join(ROOT, "tests", "conftest.py"))
+    rules = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rules)
+    lessons = sorted(Path(ROOT, "notebooks").glob("*.ipynb"))
+    flagged = {p.name for p in lessons if rules.uses_engines(p)}
+    assert "14_graduating_to_a_real_engine.ipynb" in flagged
+    assert not {p.name for p in lessons if p.name[:2] <= "08"} & flagged
+    from durable_lite.engines import dbos_support, postgres
+    why = rules.engines_unavailable()
+    runs_here = dbos_support.sqlite_usable()[0] and postgres.available()[0]
+    assert (why is None) == runs_here
+    if why is not None:
+        assert why in (dbos_support.sqlite_usable()[1], postgres.available()[1])
