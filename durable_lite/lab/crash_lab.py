@@ -533,7 +533,7 @@ class CrashLab:
         m = self.model
         self.mode = w.ToggleButtons(options=list(m.modes), value=m.mode, description="Mode:",
                                     tooltips=[mode.about for mode in m.modes.values()],
-                                    style={"button_width": "150px", "description_width": "initial"})
+                                    style={"button_width": "170px", "description_width": "initial"})
         self.mode_caption = w.HTML()
         self.crash = w.Dropdown(options=[(m.describe(c), crash_key(c)) for c in m.crash_choices],
                                 value=crash_key(m.crash), description="Crash:",

@@ -329,7 +329,7 @@ class ReliabilityModel:
         fig.legend(handles, labels, loc="outside lower center", ncol=2, fontsize=9,
                    frameon=False)
         ax.set_title(f"p={self.p:.3f}, k={self.k}: at n={self.n}, per-step retry\n"
-                     f"finishes {percent(self.tallies[DURABLE].finish_rate)} of runs", fontsize=10)
+                     f"finishes {percent(self.tallies[DURABLE].finish_rate, 1)} of runs", fontsize=10)
         names = list(self.tallies)
         bars = ax_cost.bar(range(len(names)), [self.tallies[s].executions_per_run for s in names],
                            color=[colors[s] for s in names])
