@@ -79,6 +79,7 @@ def test_approve_clicked_by_hand_completes_the_run(open_lesson, keep_screenshot,
     completed = notebook.page.locator(".jp-OutputArea-output").filter(
         has_text=f"Run(run_id='{run_id}', status='completed'")
     expect(completed.first).to_be_visible()
+    notebook.focus = completed.first
     keep_screenshot(notebook, "approved-then-run-all-below")
     notebook.assert_no_problems(f"after approving {run_id} and running the rest")
 
