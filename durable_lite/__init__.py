@@ -10,10 +10,11 @@
     engine = dl.Engine(dl.SQLiteStore("runs.db"))
     run = engine.start(refund, "A-17", 40, run_id="refund-A-17")
 
-The core uses only the standard library. `dl.sim`, `dl.naive`, `dl.faults`, `dl.lab` and
-`dl.grading` load on first use, and so do `Run`, `Step`, `Retry` and `Budget` (they are
-dataclasses, and the dataclasses module is slow to import), so `import durable_lite` stays
-fast.
+The core uses only the standard library. The modules a lesson reaches as `dl.<name>`
+beyond the core — `dl.sim`, `dl.naive`, `dl.faults`, `dl.sweep`, `dl.trace`, `dl.otel`,
+`dl.lumpy`, `dl.lab`, `dl.engines`, `dl.grading` and the rest of `_LAZY` — load on first
+use, and so do `Run`, `Step`, `Retry` and `Budget` (they are dataclasses, and the
+dataclasses module is slow to import), so `import durable_lite` stays fast.
 """
 
 import importlib
@@ -33,7 +34,9 @@ from .store.records import COMPENSATED
 
 __version__ = "0.1.0"
 
-_LAZY = {"sim", "naive", "faults", "lab", "grading", "examples"}
+# Submodules that `import durable_lite` does not load: each loads on first `dl.<name>`.
+_LAZY = {"sim", "naive", "faults", "sweep", "child", "examples", "policy", "run",
+         "trace", "otel", "lumpy", "lab", "engines", "grading"}
 _LAZY_NAMES = {"Run": "run", "Step": "policy", "Retry": "policy", "Budget": "policy"}
 
 
@@ -47,6 +50,10 @@ def __getattr__(name):
         globals()[name] = value
         return value
     raise AttributeError(f"module 'durable_lite' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted({*globals(), *_LAZY, *_LAZY_NAMES})
 
 
 __all__ = [

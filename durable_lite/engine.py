@@ -588,9 +588,10 @@ class Engine:
             changes.update(status=RUNNING, waiting_for=None, wake_at=None, error=None,
                            updated_at=self.clock())
         self._update(record, **changes)
-        if entries:
-            self._event(run_id, "resumed",
-                        detail=f"{here} {'entry' if here == 1 else 'entries'} recorded")
+        # Logged even with no checkpoints: each execution begins with an event of its own,
+        # so the trace can tell a worker's second go at the run from its first.
+        self._event(run_id, "resumed",
+                    detail=f"{here} {'entry' if here == 1 else 'entries'} recorded")
         return entries, None
 
     def _dead_reason(self, run_id, here, interruptions, entries):

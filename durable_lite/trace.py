@@ -52,8 +52,9 @@ Only what was recorded. A step is recorded when it ends, so the step a worker wa
 when it was killed leaves nothing behind (the outside world's ledger still shows what it
 did), and a span's times are those of the clock of the worker that wrote them.
 Checkpoints discarded by `engine.invalidate` are gone from the tree (their contents are
-in the event log). And a worker that resumes its own run before the run has any
-checkpoint logs no "resumed" event, so its second go shows as part of its first.
+in the event log). And a store written before every resume logged its "resumed" event
+(a resume that found no checkpoint logged none) can hide a worker's second go at a run
+inside its first: the tree shows what the log holds.
 """
 
 import re
@@ -273,7 +274,8 @@ def _executions(events) -> List[_Execution]:
 
     def current_for(event):
         # An event from a worker with no open execution: its beginning was not logged (a
-        # resume that found no checkpoints logs none), so infer one.
+        # store from before the event log, or before a resume with no checkpoints logged
+        # one), so infer one.
         if current is None or current.end is not None or current.worker != event.worker:
             return begin(event.worker, None, "inferred")
         return current

@@ -60,3 +60,20 @@ def test_the_crash_points_context_names_are_the_ones_faults_defines():
     """context.py names the crash points itself, so that it need not import faults."""
     from durable_lite import context, faults
     assert (context.BEFORE_STEP, context.AFTER_EFFECT, context.AFTER_CHECKPOINT) == faults.CRASH_POINTS
+
+
+def test_every_lazy_module_is_reached_as_an_attribute_without_its_own_import():
+    """A lesson writes `dl.otel.export(...)` or `dl.trace.build_trace(...)` with nothing but
+    `import durable_lite as dl`; none of those modules loads before it is asked for."""
+    probe = ("import json, sys\n"
+             "import durable_lite as dl\n"
+             "lazy = sorted(dl._LAZY)\n"
+             "early = [m for m in lazy if 'durable_lite.' + m in sys.modules]\n"
+             "missing = [m for m in lazy if not hasattr(dl, m)]\n"
+             "assert callable(dl.otel.export) and callable(dl.trace.build_trace)\n"
+             "assert set(lazy) <= set(dir(dl))\n"
+             "print(json.dumps([lazy, early, missing]))\n")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    lazy, early, missing = json.loads(out.stdout)
+    assert {"trace", "otel", "lumpy", "sweep", "engines", "lab", "sim"} <= set(lazy)
+    assert early == [] and missing == []

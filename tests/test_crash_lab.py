@@ -246,3 +246,35 @@ def test_the_selected_mode_and_disabled_buttons_stand_out(lab):
     assert not lab.resume_button.disabled and lab.resume_button.button_style == "warning"
     css = lab.panel.children[0].value
     assert ".mod-active" in css and ":disabled" in css and "dl-crash-lab" in lab.panel._dom_classes
+
+
+@pytest.mark.parametrize("crash", [c for c in CRASH_CHOICES if c is not None and c[0] == "refund"])
+def test_a_refund_the_provider_recognised_says_so_in_the_log(crash):
+    """With the key, a refund executed again after the crash is answered from the first
+    payment: the log says why "refund: executed" appears twice beside 1 refund paid, and
+    only when the provider's answer really was a repeat."""
+    model = CrashLabModel(WITH_KEY, crash).play()
+    refunds = [line.text for line in model.log if line.step == "refund" and line.kind == "executed"]
+    recognised = [t for t in refunds if "recognised the key" in t]
+    calls = model.world.payments.calls()                      # the provider's own count
+    assert model.counters["refunds"] == 1
+    assert len(recognised) == calls - 1                       # every call after the first
+    if crash == ("refund", AFTER_EFFECT):
+        assert refunds == ["refund: executed (its checkpoint was never written)",
+                           "refund: executed (the provider recognised the key and answered "
+                           "R-1 again: no new payment)"]
+    else:
+        assert recognised == []                               # executed once, recorded
+    checkpointed = CrashLabModel(CHECKPOINTED, ("refund", AFTER_EFFECT)).play()
+    assert not [line for line in checkpointed.log if "recognised" in line.text]
+    assert checkpointed.counters["refunds"] == 2              # no key: a second payment
+
+
+def test_the_panel_names_its_parts_with_stable_css_classes(lab):
+    """Browser tests and the panel's CSS find the parts by these names, not by their text."""
+    parts = {"dl-crash-lab": lab.panel, "dl-mode": lab.mode, "dl-crash-point": lab.crash,
+             "dl-run": lab.run_button, "dl-resume": lab.resume_button,
+             "dl-reset": lab.reset_button, "dl-status": lab.status,
+             "dl-counters": lab.counters, "dl-log": lab.log, "dl-error": lab.error}
+    for name, widget in parts.items():
+        assert name in widget._dom_classes, name

@@ -74,3 +74,20 @@ def test_status_words_match_durable_lites():
     assert dbos_support.status_word("SUCCESS") == "completed"
     assert dbos_support.status_word("ERROR") == "failed"
     assert dbos_support.status_word("PENDING") == "running"
+
+
+def test_a_launch_polls_the_queue_of_recovered_workflows_quickly(sqlite_url):
+    """A launching DBOS puts its executor's pending workflows on its internal queue; that
+    queue is polled every RECOVERY_POLL_SECONDS, not every second (DBOS's default)."""
+    from dbos._dbos import _get_or_create_dbos_registry
+    from dbos._utils import INTERNAL_QUEUE_NAME
+    with dbos_support.running(sqlite_url):
+        queue = _get_or_create_dbos_registry().get_internal_queue()
+        assert queue.name == INTERNAL_QUEUE_NAME
+        assert queue._polling_interval_sec == dbos_support.RECOVERY_POLL_SECONDS < 1
+
+
+def test_a_dbos_that_keeps_its_internal_queue_elsewhere_is_left_as_it_is():
+    class Elsewhere:
+        _registry = object()                       # no get_internal_queue
+    assert dbos_support._poll_recovery_quickly(Elsewhere()) is False

@@ -114,3 +114,11 @@ def test_plots_draw():
 
 def test_exported_from_the_lab():
     assert dl.lab.BudgetMeter is BudgetMeter and dl.lab.BudgetGauge is BudgetGauge
+
+
+def test_the_meter_names_its_parts_with_stable_css_classes():
+    meter = BudgetMeter(_engine(), "x", dl.Budget(max_steps=5, max_cost=0.5))
+    parts = {"dl-budget-meter": meter.panel, "dl-budget-steps": meter.steps_bar,
+             "dl-budget-cost": meter.cost_bar, "dl-budget-text": meter.text}
+    for name, widget in parts.items():
+        assert name in widget._dom_classes, name

@@ -285,3 +285,16 @@ def test_an_unknown_run_is_an_error_from_the_model():
     engine = dl.Engine(dl.MemoryStore(), dl.FakeClock())
     with pytest.raises(dl.UnknownRunError):
         InboxModel(engine).approve("nobody")
+
+
+def test_the_inbox_names_its_parts_with_stable_css_classes(setup):
+    engine, _, _ = setup
+    inbox = ApprovalInbox(engine, reviewer="ana")
+    parts = {"dl-approval-inbox": inbox.panel, "dl-refresh": inbox.refresh_button,
+             "dl-inbox-log": inbox.log, "dl-error": inbox.error}
+    for name, widget in parts.items():
+        assert name in widget._dom_classes, name
+    assert len(inbox.rows) == 3
+    for row in inbox.rows:
+        assert "dl-inbox-row" in row.box._dom_classes
+        assert "dl-approve" in row.approve._dom_classes and "dl-reject" in row.reject._dom_classes

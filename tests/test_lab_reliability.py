@@ -211,3 +211,34 @@ def test_the_lessons_curve_plot_keeps_its_legend_beside_the_curves():
     renderer = canvas.get_renderer()
     assert ax.get_legend().get_window_extent(renderer).x0 >= ax.get_window_extent(renderer).x1
     assert "k=1: first try only (pⁿ)" in [t.get_text() for t in ax.get_legend().get_texts()]
+
+
+def test_a_finish_rate_is_never_rounded_up_to_all_runs_or_down_to_none():
+    assert [rel.percent(x) for x in (0.999, 0.995, 1.0, 0.5, 0.004, 0.0)] == \
+        ["99.9%", "99.5%", "100%", "50%", "0.4%", "0%"]
+    assert rel.percent(0.99996, 2) == "99.996%" and rel.percent(0.9999999) == "nearly 100%"
+    assert rel.percent(0.0000001) == "nearly 0%"
+
+
+def test_the_explorer_never_says_every_run_finished_when_one_did_not():
+    """p=0.9, n=5, k=3: 199 of 200 simulated runs finish. The title, the legend and the
+    table say 99.5%, not 100%."""
+    explorer = rel.ReliabilityExplorer(p=0.9, n=5, k=3, runs=200)
+    tally = explorer.model.tallies[rel.DURABLE]
+    assert (tally.finished, tally.runs) == (199, 200)
+    fig = explorer.model.figure()
+    title = fig.axes[0].get_title()
+    assert "finishes 99.5% of runs" in title and "100%" not in title
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert "simulated, per-step retry: 99.5%" in labels
+    assert "99.50%" in explorer.readout.value          # the formula, 99.5010 %
+    assert "100.0" not in explorer.readout.value
+
+
+def test_the_explorer_names_its_parts_with_stable_css_classes():
+    explorer = rel.ReliabilityExplorer(p=0.9, n=5, k=2, runs=20)
+    parts = {"dl-reliability-explorer": explorer.panel, "dl-slider-p": explorer.p,
+             "dl-slider-n": explorer.n, "dl-slider-k": explorer.k, "dl-plot": explorer.image,
+             "dl-readout": explorer.readout, "dl-status": explorer.status}
+    for name, widget in parts.items():
+        assert name in widget._dom_classes, name

@@ -7,6 +7,7 @@ import os
 import queue
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -14,6 +15,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -40,17 +42,29 @@ def pyproject():
 
 
 def direct_dependencies(*extras):
-    """{name: Requirement} of pyproject's extras (all of them if none named), without the
-    project's references to itself (test = durable-lite[lab] + ...)."""
+    """{name: Requirement} of pyproject's extras (all of them if none named). The project's
+    references to itself (test = durable-lite[lab], durable-lite[engines], ...) stand for
+    those extras' dependencies."""
     project = pyproject()["project"]
-    chosen = extras or tuple(project["optional-dependencies"])
-    out = {}
-    for extra in chosen:
+    chosen = list(extras or project["optional-dependencies"])
+    out, seen = {}, set()
+    while chosen:
+        extra = chosen.pop(0)
+        if extra in seen:
+            continue
+        seen.add(extra)
         for text in project["optional-dependencies"][extra]:
             req = Requirement(text)
-            if canonicalize_name(req.name) != canonicalize_name(project["name"]):
+            if canonicalize_name(req.name) == canonicalize_name(project["name"]):
+                chosen.extend(req.extras)
+            else:
                 out[canonicalize_name(req.name)] = req
     return out
+
+
+def wanted_on(req, python_version):
+    """Does pip install `req` on this Python? (pgserver: only below 3.13, by its marker)"""
+    return req.marker is None or req.marker.evaluate({"python_version": python_version})
 
 
 def constraints():
@@ -102,6 +116,8 @@ def test_every_direct_dependency_is_pinned_for_every_supported_python():
     for name, req in direct_dependencies().items():
         assert name in pins, f"{name} (pyproject.toml) is not pinned in constraints.txt: run make lock"
         for python in SUPPORTED:
+            if not wanted_on(req, python):
+                continue                                  # its marker leaves this Python out
             version = pin_for(pins[name], python)
             assert version is not None, f"{name} has no pin for Python {python}: run make lock"
             assert req.specifier.contains(version, prereleases=True), (
@@ -123,7 +139,9 @@ def test_this_environment_was_installed_with_the_pins():
 
     python = "%d.%d" % sys.version_info[:2]
     pins, checked = constraints(), 0
-    for name in direct_dependencies("lab", "test"):
+    for name, req in direct_dependencies("lab", "test").items():
+        if not wanted_on(req, python):
+            continue
         pinned = pin_for(pins[name], python)
         try:
             installed = version(name)
@@ -198,6 +216,35 @@ def test_the_core_package_has_no_dependencies():
     assert pyproject()["project"]["dependencies"] == []
 
 
+def test_a_built_wheel_holds_every_module_of_every_subpackage(tmp_path):
+    """What a non-editable install gets: the wheel setuptools builds from pyproject.toml
+    must hold durable_lite and all its subpackages (store, lab, engines, grading, ...),
+    every module in them, and nothing else of the repository (tests, notebooks)."""
+    source = tmp_path / "source"                          # a copy: the build writes build/
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(os.path.join(ROOT, name), source / name)
+    shutil.copytree(os.path.join(ROOT, "durable_lite"), source / "durable_lite",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    out = tmp_path / "dist"
+    out.mkdir()
+    build = ("import sys\n"
+             "from setuptools import build_meta\n"
+             "print(build_meta.build_wheel(sys.argv[1]))\n")
+    done = subprocess.run([sys.executable, "-c", build, str(out)], cwd=source,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    wheel = out / done.stdout.strip().splitlines()[-1]
+    with zipfile.ZipFile(wheel) as zipped:
+        inside = {n for n in zipped.namelist() if ".dist-info/" not in n}
+    wanted = {p.relative_to(source).as_posix() for p in (source / "durable_lite").rglob("*.py")}
+    packages = {os.path.dirname(p) for p in wanted if p.endswith("/__init__.py")}
+    assert {"durable_lite/store", "durable_lite/lab", "durable_lite/engines",
+            "durable_lite/grading"} <= packages
+    assert wanted - inside == set(), "missing from the wheel"
+    assert inside - wanted == set(), "in the wheel but not part of the package"
+
+
 def make_dry_run(target):
     """The commands `make TARGET` would run here, one per line."""
     return subprocess.run(["make", "-s", "-n", "--no-print-directory", target], cwd=ROOT,
@@ -259,3 +306,23 @@ def test_make_lab_prints_a_link_that_opens_lesson_00(tmp_path):
     assert launcher.returncode == 0
     with pytest.raises(OSError):                          # the server stopped with it
         urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status", timeout=2)
+
+
+def test_a_lesson_that_runs_a_real_engine_is_skipped_only_where_the_engine_cannot_run():
+    """tests/conftest.py: lesson 14 (DBOS on SQLite and on Postgres) is skipped on a Python
+    that cannot run them (3.13: no pgserver wheel, SQLite too old for DBOS), with the
+    reason durable_lite.engines gives; no other lesson is affected."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("suite_rules", os.path.join(ROOT, "tests", "conftest.py"))
+    rules = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rules)
+    lessons = sorted(Path(ROOT, "notebooks").glob("*.ipynb"))
+    flagged = {p.name for p in lessons if rules.uses_engines(p)}
+    assert "14_graduating_to_a_real_engine.ipynb" in flagged
+    assert not {p.name for p in lessons if p.name[:2] <= "08"} & flagged
+    from durable_lite.engines import dbos_support, postgres
+    why = rules.engines_unavailable()
+    runs_here = dbos_support.sqlite_usable()[0] and postgres.available()[0]
+    assert (why is None) == runs_here
+    if why is not None:
+        assert why in (dbos_support.sqlite_usable()[1], postgres.available()[1])

@@ -1,8 +1,9 @@
 """engine.trace(run_id): the span tree built from what the store records.
 
-Runs with retries, a wait, a sleep, a failed step, a halted run, an execution whose start
-was not logged, and crashes with a resume by another worker (real SIGKILLs), each checked
-for the tree's shape, its times and what it says about tokens and money.
+Runs with retries, a wait, a sleep, a failed step, a halted run, resumes before the first
+checkpoint, a store without an event log, and crashes with a resume by another worker
+(real SIGKILLs), each checked for the tree's shape, its times and what it says about tokens
+and money.
 """
 
 import pytest
@@ -246,9 +247,9 @@ def test_model_calls_are_recognised_by_their_token_counts(store, clock, tmp_path
 
 
 # crashes and other workers ------------------------------------------------------------
-def test_an_execution_whose_start_was_not_logged_is_inferred(store, clock):
-    """A resume that finds no checkpoints logs no "resumed" event; the next worker's
-    records still make an execution of their own."""
+def test_a_resume_that_finds_no_checkpoint_is_an_execution_of_its_own(store, clock):
+    """Worker-a is killed before its first checkpoint; worker-b resumes a run with nothing
+    recorded. Its "resumed" event (0 entries) begins the second execution."""
     crashing = engine_for(store, clock, "worker-a", crash_at=CrashAt("a", "after_effect"))
     with pytest.raises(dl.Crash):
         crashing.start(three_wf, run_id="c1")
@@ -259,9 +260,31 @@ def test_an_execution_whose_start_was_not_logged_is_inferred(store, clock):
     assert (first.worker, first.status, first.children) == ("worker-a", "interrupted", [])
     assert first.duration == 0                        # it left only its "started" event
     assert (second.worker, second.attributes["began"], second.status) == \
-        ("worker-b", "inferred", "completed")
+        ("worker-b", "resumed", "completed")
+    assert second.attributes["replayed"] == 0
     assert [s.name for s in second.children] == ["a", "b", "c"]
-    assert second.start == second.children[0].start
+    assert second.start == first.end + 60             # at its "resumed" event
+
+
+def test_a_worker_that_resumes_its_own_run_before_any_checkpoint_shows_two_executions(
+        store, clock):
+    """The same worker (a restarted process keeps its name) goes at the run twice, the first
+    time killed before anything was recorded: two executions, not one."""
+    crashing = engine_for(store, clock, "worker-a", crash_at=CrashAt("a", "after_effect"))
+    with pytest.raises(dl.Crash):
+        crashing.start(three_wf, run_id="c2")
+    clock.advance(5)
+    engine_for(store, clock, "worker-a").resume("c2")
+    begun = [(e.kind, e.worker) for e in store.events("c2") if e.kind in ("started", "resumed")]
+    assert begun == [("started", "worker-a"), ("resumed", "worker-a")]
+    assert [e.detail for e in store.events("c2") if e.kind == "resumed"] == ["0 entries recorded"]
+    tree = engine_for(store, clock).trace("c2")
+    first, second = tree.children
+    assert (first.worker, first.status, first.children) == ("worker-a", "interrupted", [])
+    assert (second.worker, second.attributes["began"], second.status) == \
+        ("worker-a", "resumed", "completed")
+    assert [s.name for s in second.children] == ["a", "b", "c"]
+    assert second.start == first.end + 5
 
 
 def test_a_store_without_an_event_log_still_gives_a_tree(clock):

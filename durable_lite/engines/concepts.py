@@ -170,6 +170,9 @@ PORT = [
 
 
 def port_table():
-    """The port as a DataFrame: concept, the durable_lite line, the DBOS line."""
+    """The port as a DataFrame: concept, the durable_lite line, the DBOS line. (Single
+    spaces around "...": pandas 2 writes a double space into HTML as &nbsp;, pandas 3 does
+    not, and the lesson must print the same table on both.)"""
     import pandas
-    return pandas.DataFrame(PORT, columns=["concept", "durable_lite", "DBOS"])
+    rows = [[text.replace("  ...  ", " ... ") for text in row] for row in PORT]
+    return pandas.DataFrame(rows, columns=["concept", "durable_lite", "DBOS"])

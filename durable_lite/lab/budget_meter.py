@@ -103,6 +103,10 @@ class BudgetMeter:
                                    (self.cost_bar, budget.max_cost)) if limit is not None]
         self.panel = w.VBox([w.HTML(f"<b>budget of <code>{html.escape(run_id)}</code></b>"),
                              *bars, self.text])
+        # Stable names for the parts, for tests in a real browser.
+        for part, name in ((self.panel, "dl-budget-meter"), (self.steps_bar, "dl-budget-steps"),
+                           (self.cost_bar, "dl-budget-cost"), (self.text, "dl-budget-text")):
+            part.add_class(name)
         self.poll()
 
     # reading the run ----------------------------------------------------------------------

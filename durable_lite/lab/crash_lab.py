@@ -31,6 +31,7 @@ import json
 from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
 
+from .. import jsonvalue
 from ..clock import FakeClock, SequentialIds
 from ..engine import Engine
 from ..errors import Crash
@@ -39,7 +40,7 @@ from ..faults import AFTER_CHECKPOINT, AFTER_EFFECT, BEFORE_STEP, CrashAt
 from ..naive import NaiveRunner
 from ..sim import World, forget_worlds
 from ..store import SQLiteStore
-from ..store.records import COMPLETED, SLEEPING, WAITING
+from ..store.records import COMPLETED, SLEEPING, STEP, WAITING
 
 NAIVE = "naive"
 CHECKPOINTED = "checkpointed"
@@ -278,7 +279,7 @@ class CrashLabModel:
         # a new Engine object per attempt: nothing carries over in memory, only the store
         engine = Engine(self.store, self.clock, ids=self.ids, worker=f"worker-{self.attempt}",
                         crash_at=crash_at)
-        engine.on_step = lambda label, how: self._say(how, f"{label}: {how}", label)
+        engine.on_step = lambda label, how: self._say(how, self._step_text(label, how), label)
         if self.attempt == 1:
             run = engine.start(self.workflow, self._folder, *self.args, run_id=self.run_id,
                                **{**self.kwargs, **mode.kwargs})
@@ -290,6 +291,23 @@ class CrashLabModel:
             self._answer(engine, run)
             run = engine.resume(self.run_id)
         return run.status, run.result, run.error
+
+    def _step_text(self, label, how) -> str:
+        """The log line for a step. An executed step whose answer says the other side had
+        seen its idempotency key before did its work no second time: the line says so, or
+        a log showing "refund: executed" twice beside 1 refund paid would look like a bug."""
+        if how == "executed":
+            note = repeat_note(self._recorded_result(label))
+            if note:
+                return f"{label}: executed ({note})"
+        return f"{label}: {how}"
+
+    def _recorded_result(self, label):
+        """The result the step's checkpoint holds (written just before the hook is called)."""
+        for entry in reversed(self.store.load_entries(self.run_id)):
+            if entry.label == label and entry.kind == STEP:
+                return jsonvalue.decode(entry.result_json)
+        return None
 
     def _answer(self, engine, run):
         name = run.waiting_for
@@ -358,6 +376,19 @@ def _name_and_occurrence(label: str):
     return (name, int(n)) if sep and n.isdigit() else (label, 1)
 
 
+def repeat_note(answer) -> Optional[str]:
+    """What a step's answer says about its idempotency key, in words; None if the answer
+    does not say it was a repeat. The simulated world's providers answer a repeated key with
+    the first call's result and `"repeat": true` (as Stripe replays the first response)."""
+    if not (isinstance(answer, dict) and answer.get("repeat") is True):
+        return None
+    if "refund_id" in answer:
+        return f"the provider recognised the key and answered {answer['refund_id']} again: no new payment"
+    if "message_id" in answer:
+        return f"the mailer recognised the key and answered {answer['message_id']} again: no new email"
+    return "the other side recognised the key: nothing was done a second time"
+
+
 def _result_text(result) -> str:
     if isinstance(result, dict) and {"refund_id", "order"} <= set(result):
         return f"refund {result['refund_id']} for {result['order']}"
@@ -401,9 +432,9 @@ _KIND_STYLE = {"attempt": "font-weight:bold; margin-top:4px",
 # The panel's own CSS: the selected mode filled dark blue, disabled buttons faded and
 # struck through, so neither depends on the theme's subtle defaults.
 _CSS = """<style>
-.dl-crash-lab .dl-modes .widget-toggle-button.mod-active {
+.dl-crash-lab .dl-mode .widget-toggle-button.mod-active {
   background: #1f4e99 !important; color: #fff !important; font-weight: bold; box-shadow: none; }
-.dl-crash-lab .dl-modes .widget-toggle-button:not(.mod-active) { background: #f2f4f6; color: #444; }
+.dl-crash-lab .dl-mode .widget-toggle-button:not(.mod-active) { background: #f2f4f6; color: #444; }
 .dl-crash-lab button.jupyter-button:disabled {
   opacity: 0.35 !important; text-decoration: line-through; cursor: not-allowed; }
 </style>"""
@@ -502,8 +533,7 @@ class CrashLab:
         m = self.model
         self.mode = w.ToggleButtons(options=list(m.modes), value=m.mode, description="Mode:",
                                     tooltips=[mode.about for mode in m.modes.values()],
-                                    style={"button_width": "150px", "description_width": "initial"})
-        self.mode.add_class("dl-modes")
+                                    style={"button_width": "170px", "description_width": "initial"})
         self.mode_caption = w.HTML()
         self.crash = w.Dropdown(options=[(m.describe(c), crash_key(c)) for c in m.crash_choices],
                                 value=crash_key(m.crash), description="Crash:",
@@ -518,7 +548,13 @@ class CrashLab:
         self.panel = w.VBox([w.HTML(_CSS), self.mode, self.mode_caption, self.crash,
                              w.HBox([self.run_button, self.resume_button, self.reset_button]),
                              self.error, self.status, self.counters, self.log])
-        self.panel.add_class("dl-crash-lab")
+        # Stable names for the parts, for CSS and for tests in a real browser.
+        for part, name in ((self.panel, "dl-crash-lab"), (self.mode, "dl-mode"),
+                           (self.crash, "dl-crash-point"), (self.run_button, "dl-run"),
+                           (self.resume_button, "dl-resume"), (self.reset_button, "dl-reset"),
+                           (self.error, "dl-error"), (self.status, "dl-status"),
+                           (self.counters, "dl-counters"), (self.log, "dl-log")):
+            part.add_class(name)
 
         self.mode.observe(self._on_settings, names="value")
         self.crash.observe(self._on_settings, names="value")

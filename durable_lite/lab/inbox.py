@@ -208,6 +208,12 @@ class ApprovalInbox:
         self.refresh_button.on_click(lambda _: self._guarded(("Refresh", self.refresh)))
         self.panel = w.VBox([w.HBox([self.header, self.refresh_button]), self.error,
                              self.list, self.log])
+        # Stable names for the parts (rows and their buttons get theirs in _row), for tests
+        # in a real browser.
+        for part, name in ((self.panel, "dl-approval-inbox"), (self.header, "dl-inbox-header"),
+                           (self.refresh_button, "dl-refresh"), (self.error, "dl-error"),
+                           (self.list, "dl-inbox-rows"), (self.log, "dl-inbox-log")):
+            part.add_class(name)
         self.rows: List[_Row] = []
         self.refresh()
 
@@ -238,6 +244,9 @@ class ApprovalInbox:
         approve.on_click(lambda _, seen=run: self._decide(seen, True))
         reject.on_click(lambda _, seen=run: self._decide(seen, False))
         box = w.HBox([label, approve, reject], layout=w.Layout(flex_flow="row wrap"))
+        for part, name in ((box, "dl-inbox-row"), (label, "dl-inbox-run"),
+                           (approve, "dl-approve"), (reject, "dl-reject")):
+            part.add_class(name)
         return _Row(run, label, approve, reject, box)
 
     def _decide(self, seen: Run, approved: bool):

@@ -170,6 +170,18 @@ def compare(p: float, n: int, k: int, runs: int = 200, seed: int = 0) -> Dict[st
     return {s: simulate(s, p, n, k, runs, seed) for s in STRATEGIES}
 
 
+def percent(fraction: float, decimals: int = 0) -> str:
+    """A share as a percentage that never claims more than it is: 0.999 is "99.9%", not
+    "100%" (nor 0.001 "0%"). Rounding decides only between values that are not 0 or 1."""
+    text = f"{fraction:.{decimals}%}"
+    while 0 < fraction < 1 and float(text[:-1]) in (0.0, 100.0):
+        if decimals == 4:                       # closer than that: say so in words
+            return "nearly 100%" if fraction > 0.5 else "nearly 0%"
+        decimals += 1
+        text = f"{fraction:.{decimals}%}"
+    return text
+
+
 # plots ------------------------------------------------------------------------------------
 def plot_finish_rates(p: float = 0.95, ks=(1, 2, 3), n_max: int = 30, ax=None,
                       restart: bool = False):
@@ -216,10 +228,10 @@ def plot_simulation(tallies, ax_rate=None, ax_cost=None):
              [t.executions_per_run for t in tallies], "tool calls per run")):
         bars = [ax.bar([x - width / 2 for x in xs], formula, width, color="#aab7c4", label="formula"),
                 ax.bar([x + width / 2 for x in xs], seen, width, color="#2471a3", label="simulated")]
-        fmt = "{:.1%}" if ax is ax_rate else "{:.2f}"
         for group in bars:
-            ax.bar_label(group, labels=[fmt.format(b.get_height()) for b in group], fontsize=7,
-                         padding=2)
+            ax.bar_label(group, labels=[percent(b.get_height(), 1) if ax is ax_rate
+                                        else f"{b.get_height():.2f}" for b in group],
+                         fontsize=7, padding=2)
         ax.set_xticks(list(xs))
         ax.set_xticklabels(labels, fontsize=8)
         ax.set_title(title)
@@ -310,14 +322,14 @@ class ReliabilityModel:
         for s, t in self.tallies.items():
             ax.plot([self.n], [t.finish_rate], marker="o" if s == DURABLE else "s", ms=9,
                     ls="none", color=colors[s], markeredgecolor="white",
-                    label=f"simulated, {s}: {t.finish_rate:.1%}")
+                    label=f"simulated, {s}: {percent(t.finish_rate, 1)}")
         ax.axvline(self.n, color="#999", lw=0.8)
         handles, labels = ax.get_legend_handles_labels()
         ax.get_legend().remove()
         fig.legend(handles, labels, loc="outside lower center", ncol=2, fontsize=9,
                    frameon=False)
         ax.set_title(f"p={self.p:.3f}, k={self.k}: at n={self.n}, per-step retry\n"
-                     f"finishes {self.tallies[DURABLE].finish_rate:.0%} of runs", fontsize=10)
+                     f"finishes {percent(self.tallies[DURABLE].finish_rate, 1)} of runs", fontsize=10)
         names = list(self.tallies)
         bars = ax_cost.bar(range(len(names)), [self.tallies[s].executions_per_run for s in names],
                            color=[colors[s] for s in names])
@@ -356,8 +368,8 @@ def _readout_html(model: ReliabilityModel) -> str:
                    for h in ("finish rate: formula", "simulated", "tool calls per run"))
     body = "".join(
         f"<tr><td style='{_CELL}; text-align:left'>{name}</td>"
-        f"<td style='{_CELL}'>{formula:.2%}</td>"
-        f"<td style='{_CELL}'>{'–' if seen is None else f'{seen:.1%}'}</td>"
+        f"<td style='{_CELL}'>{percent(formula, 2)}</td>"
+        f"<td style='{_CELL}'>{'–' if seen is None else percent(seen, 1)}</td>"
         f"<td style='{_CELL}'>{'–' if calls is None else f'{calls:.2f}'}</td></tr>"
         for name, formula, seen, calls in rows)
     return ("<table style='border-collapse:collapse; font-variant-numeric:tabular-nums'>"
@@ -400,6 +412,12 @@ class ReliabilityExplorer:
         self.sliders = w.HBox([self.p, self.n, self.k],
                               layout=w.Layout(flex_flow="row wrap", width="100%"))
         self.panel = w.VBox([self.sliders, self.status, self.image, self.readout])
+        # Stable names for the parts, for tests in a real browser.
+        for part, name in ((self.panel, "dl-reliability-explorer"), (self.p, "dl-slider-p"),
+                           (self.n, "dl-slider-n"), (self.k, "dl-slider-k"),
+                           (self.status, "dl-status"), (self.image, "dl-plot"),
+                           (self.readout, "dl-readout")):
+            part.add_class(name)
         for s in (self.p, self.n, self.k):
             s.observe(self._on_change, names="value")
         self.refresh()

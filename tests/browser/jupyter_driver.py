@@ -350,6 +350,16 @@ class NotebookPage:
         self.assert_cells_ran(upto=cell_index)
         return self
 
+    def run_from(self, cell_index: int) -> "NotebookPage":
+        """Run the cells from `cell_index` to the end, as a learner who has read down to
+        there and carries on; then check every cell ran cleanly."""
+        self.page.evaluate("i => { window.__durableLitePanel.content.activeCellIndex = i; }",
+                           cell_index)
+        self.command("notebook:run-all-below")
+        self.settle()
+        self.assert_cells_ran()
+        return self
+
     def settle(self):
         """Wait until the kernel has answered every message this page sent it."""
         self.page.wait_for_function(_SETTLED_JS, timeout=TIMEOUT_MS)

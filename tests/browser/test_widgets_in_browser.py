@@ -6,6 +6,10 @@ error, nothing raised by a widget callback (JupyterLab shows those only as a bad
 Log Console). Then the widget's main controls are clicked and the test reads what the page
 shows, never the kernel's variables.
 
+The widgets' parts are found by the stable CSS classes the lab gives them (`dl-run`,
+`dl-counters`, `dl-slider-p`, `dl-approve`, ...), not by their wording; what is asserted is
+what a learner reads there: the numbers and the words.
+
 Lessons are found by reading them (`widget_lessons.py`), not by number.
 """
 
@@ -48,28 +52,41 @@ def test_after_run_all_the_widget_shows_and_answers_clicks(open_lesson, keep_scr
 @pytest.mark.parametrize("lesson", INBOX_LESSONS)
 def test_approve_clicked_by_hand_completes_the_run(open_lesson, keep_screenshot, lesson):
     """A learner reading along runs the lesson down to the first inbox and clicks Approve
-    on the first request themselves, as the lesson invites."""
-    notebook = open_lesson(lesson.path).run_through(lesson.first_cell["ApprovalInbox"])
+    on the first request themselves, as the lesson invites; then runs the rest of the
+    lesson, whose next cell would approve the same run: every cell still runs cleanly."""
+    first_inbox = lesson.first_cell["ApprovalInbox"]
+    notebook = open_lesson(lesson.path).run_through(first_inbox)
     inbox = notebook.widget_outputs("ApprovalInbox")[0]
     notebook.focus = inbox
-    approve = _enabled(inbox, "Approve")
+    approve = inbox.locator(ENABLED_APPROVE)
     expect(approve.first).to_be_visible()
-    run_id = _run_id_of_row(inbox.locator(".widget-hbox").filter(has=_enabled(notebook.page, "Approve")).first)
+    expect(approve.first).to_have_text(re.compile(r"^\s*Approve\s*$"))
+    run_id = _run_id_of_row(inbox.locator(".dl-inbox-row").filter(
+        has=notebook.page.locator(ENABLED_APPROVE)).first)
 
     approve.first.click()
     notebook.settle()
 
-    expect(inbox).to_contain_text(re.compile(rf"{re.escape(run_id)}\b[^\n]*approved[^\n]*completed"),
-                                  use_inner_text=True)
-    still_offered = (inbox.locator(".widget-hbox").filter(has_text=run_id)
-                     .filter(has=_enabled(notebook.page, "Approve")))
+    expect(inbox.locator(".dl-inbox-log")).to_contain_text(
+        re.compile(rf"{re.escape(run_id)}\b[^\n]*approved[^\n]*completed"), use_inner_text=True)
+    still_offered = (inbox.locator(".dl-inbox-row").filter(has_text=run_id)
+                     .filter(has=notebook.page.locator(ENABLED_APPROVE)))
     expect(still_offered).to_have_count(0)
     keep_screenshot(notebook, "approved")
     notebook.assert_no_problems(f"after approving {run_id}")
 
+    notebook.run_from(first_inbox + 1)            # fails if any cell below raised
+    completed = notebook.page.locator(".jp-OutputArea-output").filter(
+        has_text=f"Run(run_id='{run_id}', status='completed'")
+    expect(completed.first).to_be_visible()
+    notebook.focus = completed.first
+    keep_screenshot(notebook, "approved-then-run-all-below")
+    notebook.assert_no_problems(f"after approving {run_id} and running the rest")
+
 
 # drivers: one per widget, each given a lesson after Run All ------------------------------------
 COUNTERS = ("refunds paid", "emails sent", "tickets closed", "steps executed", "steps replayed")
+ENABLED_APPROVE = "button.dl-approve:not([disabled])"
 
 # The crash points the issue's two checks use, as the crash lab's dropdown words them.
 BETWEEN_EMAIL_AND_CLOSE = "between email and close"
@@ -82,7 +99,8 @@ def drive_crash_lab(notebook, keep_screenshot):
     for number, lab in enumerate(labs):
         notebook.focus = lab
         crashes = _option_texts(lab)
-        modes = {m for m in ("naive", "checkpointed + key") if button(lab, m).count()}
+        toggles = lab.locator(".dl-mode")
+        modes = {m for m in ("naive", "checkpointed + key") if button(toggles, m).count()}
         if {BETWEEN_EMAIL_AND_CLOSE, REFUND_WINDOW} <= set(crashes) and len(modes) == 2:
             # the refund workflow: the naive runner repeats the money and the mail ...
             seen = _play(notebook, lab, "naive", BETWEEN_EMAIL_AND_CLOSE)
@@ -93,6 +111,9 @@ def drive_crash_lab(notebook, keep_screenshot):
             seen = _play(notebook, lab, "checkpointed + key", REFUND_WINDOW)
             assert seen == {**seen, "refunds paid": 1, "emails sent": 1,
                             "tickets closed": 1}, f"{notebook.name}: checkpointed + key x {REFUND_WINDOW}: {seen}"
+            # the refund ran twice, paid once: the log says why
+            expect(lab.locator(".dl-log")).to_contain_text(
+                "refund: executed (the provider recognised the key")
             keep_screenshot(notebook, f"crash-lab-{number}-key")
         else:
             # a crash lab on some other workflow: every crash point still ends in a completed run
@@ -104,15 +125,17 @@ def _play(notebook, lab, mode, crash, counters=True):
     """Choose a mode and a crash point, Reset, Run, Resume until done; read the refund's
     counters (a lab on another workflow counts other ledgers: `counters=False`)."""
     if mode is not None:
-        toggle = button(lab, mode)
+        toggle = button(lab.locator(".dl-mode"), mode)
         toggle.click()
         expect(toggle).to_have_class(re.compile(r"\bmod-active\b"))
         notebook.settle()
-    lab.locator("select").first.select_option(label=crash)
+    lab.locator(".dl-crash-point select").select_option(label=crash)
     notebook.settle()
-    button(lab, "Reset").click()
+    lab.locator("button.dl-reset").click()
     notebook.settle()
-    run, resume = button(lab, "Run"), button(lab, "Resume")
+    run, resume = lab.locator("button.dl-run"), lab.locator("button.dl-resume")
+    expect(run).to_have_text(re.compile(r"^\s*Run\s*$"))
+    expect(resume).to_have_text(re.compile(r"^\s*Resume\s*$"))
     expect(run).to_be_enabled()
     run.click()
     notebook.settle()
@@ -123,19 +146,20 @@ def _play(notebook, lab, mode, crash, counters=True):
         notebook.settle()
     expect(resume).to_be_disabled()
     expect(run).to_be_disabled()
-    expect(lab).to_contain_text(re.compile(r"completed", re.I))
+    expect(lab.locator(".dl-status")).to_contain_text("Completed")
     return _counters(lab) if counters else None
 
 
 def _counters(lab) -> dict:
-    text = lab.text_content()
+    """The counters as the learner reads them: each number above its label."""
+    text = lab.locator(".dl-counters").text_content()
     found = {label: int(n) for n, label in re.findall(r"(\d+)\s*(" + "|".join(COUNTERS) + ")", text)}
     assert set(found) == set(COUNTERS), f"crash lab counters not found in:\n{text}"
     return found
 
 
-def _option_texts(scope):
-    return [" ".join(t.split()) for t in scope.locator("select").first.locator("option").all_text_contents()]
+def _option_texts(lab):
+    return [" ".join(t.split()) for t in lab.locator(".dl-crash-point option").all_text_contents()]
 
 
 def drive_reliability_explorer(notebook, keep_screenshot):
@@ -144,7 +168,7 @@ def drive_reliability_explorer(notebook, keep_screenshot):
     for explorer in explorers:
         notebook.focus = explorer
         explorer.scroll_into_view_if_needed()
-        table, image = explorer.locator("table").first, explorer.locator("img").first
+        table, image = explorer.locator(".dl-readout table"), explorer.locator("img.dl-plot")
         before = {"table": table.text_content(), "image": image.get_attribute("src"),
                   "p": _slider_value(explorer, "p")}
         keep_screenshot(notebook, "explorer-before")
@@ -162,9 +186,10 @@ def drive_reliability_explorer(notebook, keep_screenshot):
 
 
 def _slider(scope, name):
-    """The slider whose description starts with `name` ("p (step succeeds)")."""
-    return scope.locator(".widget-slider").filter(
-        has=scope.page.locator("label").filter(has_text=re.compile(rf"^\s*{re.escape(name)}\b"))).first
+    """The slider for `name` (p, n or k); its label reads "p (step succeeds)" and so on."""
+    slider = scope.locator(f".dl-slider-{name}")
+    expect(slider.locator("label")).to_have_text(re.compile(rf"^\s*{re.escape(name)} \("))
+    return slider
 
 
 def _slider_value(scope, name) -> str:
@@ -189,7 +214,7 @@ def drive_budget_meter(notebook, keep_screenshot):
     assert meters, f"{notebook.name}: builds a BudgetMeter but none is displayed"
     halted = []
     for meter in meters:
-        text = meter.text_content()
+        text = meter.locator(".dl-budget-text").text_content()
         steps = re.search(r"steps (\d+) / (\d+)", text)
         assert steps, f"{notebook.name}: a budget meter shows no step count:\n{text}"
         if re.search(r"status halted", text):
@@ -199,8 +224,8 @@ def drive_budget_meter(notebook, keep_screenshot):
     notebook.focus = meter
     assert used == limit, f"{notebook.name}: the halted run used {used} steps of {limit}"
     # the steps bar (ipywidgets' IntProgress, labelled "steps") is drawn full
-    bar = meter.locator(".widget-hprogress").filter(
-        has=meter.page.locator("label").filter(has_text=re.compile(r"^\s*steps\b"))).first
+    bar = meter.locator(".dl-budget-steps")
+    expect(bar.locator("label")).to_have_text(re.compile(r"^\s*steps\s*$"))
     fill = bar.locator(".progress-bar").first
     expect(fill).to_be_visible()
     ratio = fill.bounding_box()["width"] / bar.locator(".progress").first.bounding_box()["width"]
@@ -213,7 +238,7 @@ def drive_approval_inbox(notebook, keep_screenshot):
     assert inboxes, f"{notebook.name}: builds an ApprovalInbox but none is displayed"
     live = inboxes[-1]                           # the inbox of the lesson's last "process"
     notebook.focus = live
-    approve = _enabled(live, "Approve")
+    approve = live.locator(ENABLED_APPROVE)
     keep_screenshot(notebook, "inbox-after-run-all")
     if approve.count() == 0:
         return
@@ -247,17 +272,9 @@ def drive_other_widgets(notebook, keep_screenshot):
     keep_screenshot(notebook, "widgets")
 
 
-def _enabled(scope, label):
-    """The enabled buttons labelled `label` in scope. (A locator passed as `has=` is looked
-    up inside each candidate, so build it from the page, not from another locator.)"""
-    return scope.locator("button:not([disabled])").filter(
-        has_text=re.compile(r"^\s*" + re.escape(label) + r"\s*$"))
-
-
 def _run_id_of_row(row) -> str:
-    code = row.locator("code")
-    text = code.first.text_content() if code.count() else row.text_content().split()[0]
-    return text.strip()
+    """The run id a row of the inbox shows (in its label's <code>)."""
+    return row.locator(".dl-inbox-run code").first.text_content().strip()
 
 
 DRIVERS = {"CrashLab": drive_crash_lab, "ReliabilityExplorer": drive_reliability_explorer,
