@@ -27,12 +27,14 @@ from .errors import (ContextCallError, Crash, DurableError, LeaseHeldError, Leas
                      UnknownRunError, WorkflowNotRegistered)
 from .store import MemoryStore, SQLiteStore, Store
 from .store.records import COMPLETED, DEAD, DIVERGED, FAILED, HALTED, RUNNING, SLEEPING, WAITING
+from .store.records import QUEUED
 from .workflow import workflow
 
 __version__ = "0.1.0"
 
 _LAZY = {"sim", "naive", "faults", "lab", "grading", "examples"}
-_LAZY_NAMES = {"Run": "run", "Step": "policy", "Retry": "policy", "Budget": "policy"}
+_LAZY_NAMES = {"Run": "run", "Step": "policy", "Retry": "policy", "Budget": "policy",
+               "Queue": "queue", "QueuedRunError": "queue"}
 
 
 def __getattr__(name):
@@ -55,4 +57,5 @@ __all__ = [
     "StepResultNotJSON", "StepTimeout", "Store", "StoreFileError", "StoreWriteError",
     "SystemClock", "UnknownRunError", "WAITING", "WorkflowNotRegistered", "workflow",
     *sorted(_LAZY),
+    "QUEUED", "Queue", "QueuedRunError",          # durable queues (queue.py)
 ]
