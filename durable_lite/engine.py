@@ -260,7 +260,8 @@ class Engine:
 
         Stops after `rounds` rounds; or, with rounds=None, once nothing is queued in
         `queues` and no run is unfinished. Between rounds that found nothing to do it waits
-        `poll` seconds (on a FakeClock, it jumps to the next moment something can happen).
+        `poll` seconds. (On a FakeClock it jumps instead to the next moment something can
+        happen, and returns when only a signal from outside could change anything.)
         Several workers, threads or processes, may work the same queues on one store: the
         limits hold across all of them."""
         from .queue import work

@@ -54,7 +54,7 @@ import math
 
 from .clock import FakeClock
 from .errors import DurableError, WorkflowNotRegistered
-from .store.records import QUEUED, RUNNING, UNFINISHED, RunRecord
+from .store.records import QUEUED, RUNNING, SLEEPING, UNFINISHED, RunRecord
 
 _NOBODY = object()      # no key may start now (a key itself may be None: "no key")
 
@@ -203,7 +203,7 @@ def work(engine, queues, rounds=None, poll=0.1) -> list:
         wait = poll
         if _alone_on(engine.clock):
             # Nothing else can happen on a FakeClock while this worker waits: jump to the
-            # next moment something will (a window opens, a run wakes, a lease lapses).
+            # next moment something will (a window opens, a sleep ends, a lease lapses).
             upcoming = [t for t in (*reopens, *_wake_times(store)) if t > engine.clock()]
             if not upcoming:
                 return runs                   # nothing will ever happen without outside help
@@ -292,12 +292,14 @@ def _nothing_left(store, names) -> bool:
 
 
 def _wake_times(store):
-    """When parked runs wake and when leases of runs left running lapse."""
+    """When sleeping runs wake and when leases of runs left running lapse. (Not when a
+    wait for a signal times out: that wait is for someone outside, so a lone worker on a
+    FakeClock returns rather than fast-forward past a person's deadline.)"""
     for record in store.list_runs(UNFINISHED):
         if record.status == RUNNING:
             if record.lease_expires is not None:
                 yield record.lease_expires
-        elif record.wake_at is not None:
+        elif record.status == SLEEPING and record.wake_at is not None:
             yield record.wake_at
 
 
