@@ -86,7 +86,7 @@ class Outcome:
                 "peak requests/s": self.provider["peak_requests_per_second"],
                 "runs completed": self.statuses.get("completed", 0),
                 "runs failed": self.statuses.get("failed", 0),
-                "all done after (s)": round(max(self.finished.values(), default=0.0), 1),
+                "last answer after (s)": round(max(self.finished.values(), default=0.0), 1),
                 "prompt tokens refused": self.provider["refused_input_tokens"]}
 
 
@@ -112,8 +112,9 @@ def _provider(folder, name, limit, clock, seed) -> ModelProvider:
 
 # 1. the storm ----------------------------------------------------------------------------------
 def burst(mode: str, folder, *, runs: int = 300, limit: int = PROVIDER_LIMIT, seed: int = 0,
-          workers: int = 60) -> Outcome:
-    """One customer's `runs` documents at once (see the module's docstring for `mode`)."""
+          workers: int = 60, queue: Optional[Queue] = None) -> Outcome:
+    """One customer's `runs` documents at once (see the module's docstring for `mode`).
+    In mode "queue", `queue` replaces the default `Queue("llm", rate=(limit, 1.0))`."""
     if mode not in ("lockstep", "jitter", "queue"):
         raise ValueError(f"mode is 'lockstep', 'jitter' or 'queue', not {mode!r}")
     clock = VirtualClock()
@@ -124,12 +125,12 @@ def burst(mode: str, folder, *, runs: int = 300, limit: int = PROVIDER_LIMIT, se
     engine = Engine(store, clock, seed=seed, lease_seconds=600, worker="web")
     docs = [(f"doc-{i:03d}", f"D{i:03d}") for i in range(runs)]
     if mode == "queue":
-        queue = Queue("llm", rate=(limit, 1.0))
+        queue = queue or Queue("llm", rate=(limit, 1.0))
         for run_id, doc in docs:
             engine.enqueue(queue, summarise, name, doc, jitter=True, run_id=run_id)
         for w in range(workers):
             worker = Engine(store, clock, seed=seed + w, lease_seconds=600, worker=f"worker-{w}")
-            clock.spawn(worker.work, queue, poll=0.1)
+            clock.spawn(worker.work, queue, poll=0.25)
     else:
         for run_id, doc in docs:        # every upload starts its run at once
             clock.spawn(engine.start, summarise, name, doc, jitter=(mode == "jitter"),
@@ -170,10 +171,10 @@ def flood(queue: Queue, folder, *, keys: bool = True, a_runs: int = 300, b_runs:
 
     def work(worker):
         while True:
-            worker.work(queue, poll=0.2)          # until nothing is queued or unfinished
+            worker.work(queue, poll=0.5)          # until nothing is queued or unfinished
             if arrivals["done"]:
                 return
-            clock.sleep(0.2)
+            clock.sleep(0.5)
 
     clock.spawn(tenant_b)
     for w in range(workers):
@@ -210,13 +211,15 @@ class WorkerExit:
     killed: bool                    # SIGKILLed (the poison), or it finished the queue
 
 
-def run_workers(store_path, queue: Queue, *, max_workers: int = 10, timeout: float = 60.0) -> list:
+def run_workers(store_path, queue: Queue, *, max_workers: int = 10, max_interruptions: int = 5,
+                timeout: float = 60.0) -> list:
     """A supervisor: start a worker process on the queue; when it dies, start another, up
-    to `max_workers`, until one finishes because nothing is left. Returns how each ended."""
+    to `max_workers`, until one finishes because nothing is left. Returns how each ended.
+    Each worker's engine declares a run dead after `max_interruptions` (engine.py)."""
     import subprocess
 
     spec = json.dumps({"store": os.fspath(store_path), "queue": queue.name,
-                       "limits": queue.limits_json()})
+                       "limits": queue.limits_json(), "max_interruptions": max_interruptions})
     child = "import sys; from durable_lite.storm import _worker_main; _worker_main(sys.argv[1])"
     exits = []
     for number in range(1, max_workers + 1):
@@ -234,5 +237,5 @@ def run_workers(store_path, queue: Queue, *, max_workers: int = 10, timeout: flo
 def _worker_main(spec_json: str):
     from .store import SQLiteStore
     spec = json.loads(spec_json)
-    engine = Engine(SQLiteStore(spec["store"]))
+    engine = Engine(SQLiteStore(spec["store"]), max_interruptions=spec["max_interruptions"])
     engine.work(Queue.from_json(spec["queue"], spec["limits"]), poll=0.02)
