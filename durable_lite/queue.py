@@ -135,6 +135,11 @@ def enqueue(engine, queue, wf, args, kwargs, key, run_id, budget):
     if key is not None and (not isinstance(key, str) or not key):
         raise TypeError(f"queue {queue.name!r}: a key is a non-empty string (the tenant, say), "
                         f"or None for no key; not {key!r}")
+    try:
+        key is None or key.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"queue {queue.name!r}: the key {key!r} is not text a store can keep "
+                         "(it holds a lone surrogate)") from None
     wf = wf if isinstance(wf, Workflow) else latest(wf)
     if run_id is None:
         run_id = f"{wf.name}-{engine.ids()}"

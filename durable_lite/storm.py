@@ -140,12 +140,14 @@ def burst(mode: str, folder, *, runs: int = 300, limit: int = PROVIDER_LIMIT, se
 
 
 # 2. tenants ------------------------------------------------------------------------------------
-def flood(queue: Queue, folder, *, keys: bool = True, a_runs: int = 300, b_runs: int = 10,
+def flood(queue: Queue, folder, *, keys=True, a_runs: int = 300, b_runs: int = 10,
           b_at: float = 5.0, workers: int = 12, limit: int = PROVIDER_LIMIT, seed: int = 0,
           label: Optional[str] = None) -> Outcome:
     """Tenant A enqueues `a_runs` runs at once; `b_at` seconds later tenant B enqueues
-    `b_runs`. `workers` workers take them from `queue`; with keys=False the runs are
-    enqueued without their tenant as key. Runs until every run has finished."""
+    `b_runs`. `workers` workers take them from `queue`. Each run is enqueued with its
+    tenant as key; with keys=False, with no key; or with `keys(tenant, i)` if keys is a
+    function. Runs until every run has finished; finish times are counted from the
+    moment each tenant's runs arrived."""
     clock = VirtualClock()
     began = clock()
     name = f"flood-{label or queue.name}"
@@ -158,8 +160,9 @@ def flood(queue: Queue, folder, *, keys: bool = True, a_runs: int = 300, b_runs:
         for i in range(count):
             run_id = f"{tenant}-{i:03d}"
             tenants[run_id] = tenant
+            key = keys(tenant, i) if callable(keys) else tenant if keys else None
             engine.enqueue(queue, summarise, name, f"{tenant}/{i}", tenant, run_id=run_id,
-                           key=tenant if keys else None)
+                           key=key)
 
     arrive("A", a_runs)
     arrivals = {"done": False}
