@@ -22,7 +22,7 @@ import time
 import durable_lite as dl
 from durable_lite.store.sqlite import enable_wal
 
-STEP_SECONDS = 0.003          # long enough for kills to land inside steps
+STEP_SECONDS = 0.01           # long enough for kills to land inside steps
 
 
 def _log_db(folder):
