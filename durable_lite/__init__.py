@@ -25,19 +25,22 @@ from .engine import Engine
 from .errors import (ContextCallError, Crash, DurableError, LeaseHeldError, LeaseLostError,
                      NonDeterminismError, RunArgumentsMismatch, RunFinishedError,
                      StepResultNotJSON, StepTimeout, StoreFileError, StoreWriteError,
-                     UnknownRunError, WorkflowNotRegistered)
-from .store import MemoryStore, SQLiteStore, Store
-from .store.records import COMPLETED, DEAD, DIVERGED, FAILED, HALTED, RUNNING, SLEEPING, WAITING
-from .workflow import workflow
+                     UnknownRunError, UnknownStepError, UpgradeRefused, WorkflowNotRegistered)
 from .saga import Compensated, CompensationFailed, Saga          # lesson 09: undo in reverse
-from .store.records import COMPENSATED
+from .store import MemoryStore, SQLiteStore, Store
+from .store.records import (COMPENSATED, COMPLETED, DEAD, DIVERGED, FAILED, HALTED, QUEUED,
+                            RUNNING, SLEEPING, WAITING)
+from .workflow import workflow
 
 __version__ = "0.1.0"
 
 # Submodules that `import durable_lite` does not load: each loads on first `dl.<name>`.
-_LAZY = {"sim", "naive", "faults", "sweep", "child", "examples", "policy", "run",
-         "trace", "otel", "lumpy", "lab", "engines", "grading"}
-_LAZY_NAMES = {"Run": "run", "Step": "policy", "Retry": "policy", "Budget": "policy"}
+_LAZY = {"sim", "naive", "faults", "sweep", "child", "examples", "policy", "run", "trace",
+         "otel", "lumpy", "lab", "engines", "grading", "versioning", "queue"}
+# Names that live in those modules, loaded the same way.
+_LAZY_NAMES = {"Run": "run", "Step": "policy", "Retry": "policy", "Budget": "policy",
+               "Queue": "queue", "QueuedRunError": "queue",              # lesson 11
+               "migration": "versioning", "RunState": "versioning"}      # lesson 12
 
 
 def __getattr__(name):
@@ -57,19 +60,12 @@ def __dir__():
 
 
 __all__ = [
-    "Budget", "COMPLETED", "Context", "ContextCallError", "Crash", "DEAD", "DIVERGED",
-    "DurableError", "Engine", "FAILED", "FakeClock", "HALTED", "LeaseHeldError", "LeaseLostError",
-    "MemoryStore", "NonDeterminismError", "RUNNING", "Retry", "Run", "RunArgumentsMismatch",
-    "RunFinishedError", "SLEEPING", "SQLiteStore", "SequentialIds", "Step", "StepFailed",
-    "StepResultNotJSON", "StepTimeout", "Store", "StoreFileError", "StoreWriteError",
-    "SystemClock", "UnknownRunError", "WAITING", "WorkflowNotRegistered", "workflow",
-    *sorted(_LAZY),
-    "COMPENSATED", "Compensated", "CompensationFailed", "Saga",
+    "COMPENSATED", "COMPLETED", "Compensated", "CompensationFailed", "Context",
+    "ContextCallError", "Crash", "DEAD", "DIVERGED", "DurableError", "Engine", "FAILED",
+    "FakeClock", "HALTED", "LeaseHeldError", "LeaseLostError", "MemoryStore",
+    "NonDeterminismError", "QUEUED", "RUNNING", "RunArgumentsMismatch", "RunFinishedError",
+    "SLEEPING", "SQLiteStore", "Saga", "SequentialIds", "StepFailed", "StepResultNotJSON",
+    "StepTimeout", "Store", "StoreFileError", "StoreWriteError", "SystemClock",
+    "UnknownRunError", "UnknownStepError", "UpgradeRefused", "WAITING", "WorkflowNotRegistered",
+    "workflow", *sorted(_LAZY), *sorted(_LAZY_NAMES),
 ]
-
-# Versioning long-lived runs (versioning.py): patch gates, migrations, forks.
-from .errors import UnknownStepError, UpgradeRefused  # noqa: E402
-
-_LAZY.add("versioning")
-_LAZY_NAMES.update(migration="versioning", RunState="versioning")
-__all__ += ["RunState", "UnknownStepError", "UpgradeRefused", "migration", "versioning"]

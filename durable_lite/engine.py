@@ -45,9 +45,9 @@ from .errors import (LeaseHeldError, LeaseLostError, NonDeterminismError, RunArg
                      RunFinishedError, StoreWriteError, UnknownRunError, WorkflowNotRegistered)
 from .lease import HOST, Heartbeat, RunTurns, owner_is_dead
 from .saga import Compensated
-from .store.records import (COMPLETED, DEAD, DIVERGED, ERROR, FAILED, HALTED, RUNNING, SLEEPING,
-                            STEP, TIMER, UNFINISHED, WAITING, Event, RunRecord)
-from .store.records import COMPENSATED       # a saga's ending (saga.py)
+from .store.records import (COMPENSATED, COMPLETED, DEAD, DIVERGED, ERROR, FAILED, HALTED,
+                            QUEUED, RUNNING, SLEEPING, STEP, TIMER, UNFINISHED, WAITING, Event,
+                            RunRecord)
 from .usage import Usage
 from .workflow import Workflow, latest, lookup
 
@@ -165,6 +165,9 @@ class Engine:
             return self._continue(self._record(run_id), budget)
 
     def _continue(self, record, budget):
+        if record.status == QUEUED:         # only a worker's work() starts it (queue.py)
+            from .queue import refuse
+            refuse(self, record)
         if budget is not None:
             self.store.update_run(record.run_id, budget_json=jsonvalue.encode(budget.to_json(), what="the budget is"))
             if record.status == HALTED:
@@ -239,6 +242,31 @@ class Engine:
             raise RunFinishedError(f"run {run_id!r} is {record.status}; it cannot receive signal {name!r}")
         self.store.add_signal(run_id, name, text, self.clock())
         self._event(run_id, "signal", name=name, detail=text)
+
+    # durable queues (the rules are in queue.py) -----------------------------------------
+    def enqueue(self, queue, wf, *args, key: str | None = None, run_id: str | None = None,
+                budget=None, **kwargs):
+        """Put a run of `wf` in `queue` instead of starting it: it is created with status
+        "queued" and waits in the store until a worker's `work` starts it within the
+        queue's limits. `key` names whose work it is (the tenant): the queue takes turns
+        between keys and can cap each key's share. Enqueueing an existing run id returns
+        that run, so a caller that crashed may enqueue again."""
+        from .queue import enqueue
+        return enqueue(self, queue, wf, args, kwargs, key, run_id, budget)
+
+    def work(self, *queues, rounds: int | None = None, poll: float = 0.1) -> list:
+        """Be a worker: in each round, recover() the runs whose time has come, then start
+        runs from `queues` one at a time while their limits allow, executing each until it
+        completes, fails, halts or parks. Returns the runs it executed.
+
+        Stops after `rounds` rounds; or, with rounds=None, once nothing is queued in
+        `queues` and no run is unfinished. Between rounds that found nothing to do it waits
+        `poll` seconds. (On a FakeClock it jumps instead to the next moment something can
+        happen, and returns when only a signal from outside could change anything.)
+        Several workers, threads or processes, may work the same queues on one store: the
+        limits hold across all of them."""
+        from .queue import work
+        return work(self, queues, rounds=rounds, poll=poll)
 
     # reading ----------------------------------------------------------------------------
     def get(self, run_id: str):

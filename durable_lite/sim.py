@@ -603,3 +603,126 @@ class TravelDesk:
 def travel_at(folder) -> TravelDesk:
     """The travel desk of the world at `folder` (its shared `world_at` object)."""
     return TravelDesk(world_at(folder))
+# a model provider with a rate limit (lesson 11, durable queues) ------------------------
+class RateLimited(ToolError):
+    """HTTP 429 Too Many Requests: the provider refused the call. Try again later."""
+
+    status = 429
+
+    def __init__(self, message, retry_after: float):
+        super().__init__(message)
+        self.retry_after = retry_after      # seconds until the provider's next window
+
+
+class ModelProvider(_Ledger):
+    """A model API with a rate limit, keeping a ledger of every request it receives.
+
+    It answers at most `limit` requests in each second of its clock (fixed one-second
+    windows: 12:00:03.000 up to 12:00:04.000). Any further request in that second is
+    refused at once with `RateLimited` (HTTP 429), before any work: it is not billed, but
+    it is in the ledger like every request — a refused request still counts against a
+    real provider's limits too (OpenAI's help centre: "unsuccessful requests contribute to
+    your per-minute limit").
+
+    An answer takes time: `first_token` seconds, then `tokens_per_second` for the output,
+    whose length is seeded (the same in every run of a simulation). The caller waits on the
+    provider's clock, so on a `simtime.VirtualClock` a thread waits in simulated time while
+    the others carry on; on a real clock it really sleeps. A refusal comes back after
+    `refusal_seconds`.
+
+        provider = ModelProvider(folder / "provider.db", limit=20, clock=clock)
+        answer = provider.complete(prompt, caller="doc-17", tenant="acme")
+        provider.per_second()     # requests, answered, refused and tokens, second by second
+    """
+
+    ddl = """CREATE TABLE IF NOT EXISTS requests (
+        id INTEGER PRIMARY KEY AUTOINCREMENT, at REAL NOT NULL, second INTEGER NOT NULL,
+        caller TEXT, tenant TEXT, answered INTEGER NOT NULL, input_tokens INTEGER NOT NULL,
+        output_tokens INTEGER NOT NULL, cost REAL NOT NULL);
+    CREATE INDEX IF NOT EXISTS requests_by_second ON requests (second, answered);"""
+
+    def __init__(self, path, *, limit=20, clock=None, seed=0, first_token=0.5,
+                 tokens_per_second=100.0, refusal_seconds=0.05, price_per_1k_tokens=0.01,
+                 model="fake-large"):
+        if type(limit) is not int or limit < 1:
+            raise ValueError(f"a provider's limit is a whole number of requests a second >= 1, "
+                             f"not {limit!r}")
+        super().__init__(path)
+        import time
+        self.limit, self.seed, self.model = limit, seed, model
+        self.clock = clock or time.time
+        self.first_token, self.tokens_per_second = first_token, tokens_per_second
+        self.refusal_seconds, self.price = refusal_seconds, price_per_1k_tokens
+
+    def complete(self, prompt: str, *, caller=None, tenant=None) -> dict:
+        """Answer `prompt` (its words count as input tokens), or raise RateLimited."""
+        import math
+        now = self.clock()
+        second = math.floor(now)
+        input_tokens = len(prompt.split())
+        with self._transaction() as db:
+            answered = db.execute("SELECT COUNT(*) FROM requests WHERE second = ? AND answered = 1",
+                                  (second,)).fetchone()[0] < self.limit
+            number = db.execute("SELECT COUNT(*) FROM requests").fetchone()[0] + 1
+            output_tokens = _seeded(self.seed, "provider", number).randint(60, 400) if answered else 0
+            cost = round((input_tokens + output_tokens) / 1000 * self.price, 6) if answered else 0.0
+            db.execute("INSERT INTO requests (at, second, caller, tenant, answered, input_tokens, "
+                       "output_tokens, cost) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                       (now, second, caller, tenant, int(answered), input_tokens, output_tokens, cost))
+        if not answered:
+            self._wait(self.refusal_seconds)
+            raise RateLimited(f"429 Too Many Requests: {self.limit} requests a second at most "
+                              f"(request {number})", retry_after=second + 1 - now)
+        self._wait(self.first_token + output_tokens / self.tokens_per_second)
+        return {"text": f"[answer {number}] " + " ".join(["summary"] * 8), "model": self.model,
+                "provider": "durable_lite.sim", "input_tokens": input_tokens,
+                "output_tokens": output_tokens, "tokens": input_tokens + output_tokens,
+                "cost": cost}
+
+    def _wait(self, seconds):
+        sleep = getattr(self.clock, "sleep", None)
+        if sleep is None:
+            import time
+            sleep = time.sleep
+        sleep(seconds)
+
+    def per_second(self) -> list:
+        """One row per second from the first request to the last (quiet seconds included):
+        second (from the first request's), requests, answered, refused, tokens billed, and
+        input tokens of refused requests."""
+        rows = self._db.execute(
+            "SELECT second, COUNT(*), SUM(answered), SUM(CASE WHEN answered = 1 THEN "
+            "input_tokens + output_tokens END), SUM(CASE WHEN answered = 0 THEN input_tokens END) "
+            "FROM requests GROUP BY second ORDER BY second").fetchall()
+        if not rows:
+            return []
+        by_second = {r[0]: r for r in rows}
+        first, last = rows[0][0], rows[-1][0]
+        out = []
+        for s in range(first, last + 1):
+            _, n, answered, billed, refused_in = by_second.get(s, (s, 0, 0, 0, 0))
+            out.append({"second": s - first, "requests": n, "answered": answered,
+                        "refused": n - answered, "tokens": billed or 0,
+                        "refused_input_tokens": refused_in or 0})
+        return out
+
+    def totals(self) -> dict:
+        """Requests, answered, refused, tokens billed, cost, input tokens sent in refused
+        requests, and the most requests answered in any one second."""
+        n, answered, billed, cost, refused_in = self._db.execute(
+            "SELECT COUNT(*), COALESCE(SUM(answered), 0), COALESCE(SUM(CASE WHEN "
+            "answered = 1 THEN input_tokens + output_tokens END), 0), COALESCE(SUM(cost), 0), "
+            "COALESCE(SUM(CASE WHEN answered = 0 THEN input_tokens END), 0) FROM requests").fetchone()
+        peak = self._db.execute("SELECT COALESCE(MAX(n), 0) FROM (SELECT COUNT(*) AS n FROM "
+                                "requests GROUP BY second)").fetchone()[0]
+        return {"requests": n, "answered": answered, "refused": n - answered, "tokens": billed,
+                "cost": round(cost, 6), "refused_input_tokens": refused_in,
+                "peak_requests_per_second": peak}
+
+    def requests(self) -> list:
+        """Every request: at, caller, tenant, answered, input and output tokens, cost."""
+        return [{"at": at, "caller": caller, "tenant": tenant, "answered": bool(answered),
+                 "input_tokens": i, "output_tokens": o, "cost": c}
+                for at, caller, tenant, answered, i, o, c in self._db.execute(
+                    "SELECT at, caller, tenant, answered, input_tokens, output_tokens, cost "
+                    "FROM requests ORDER BY id")]

@@ -172,7 +172,7 @@ def test_a_file_written_by_schema_3_is_migrated_and_its_runs_start_with_no_inter
         "SELECT value FROM durable_lite_meta WHERE key='schema_version'").fetchone()[0]) == 3
 
     store = stores(path)
-    assert store.schema_version() == SCHEMA_VERSION == 4
+    assert store.schema_version() == SCHEMA_VERSION == 5
     record = store.get_run("v3-1")
     assert (record.spent_steps, record.spent_cost) == (2, 0.25)     # schema 3's data kept
     assert (record.interruptions, record.taken_up_at) == (0, None)   # schema 4 columns

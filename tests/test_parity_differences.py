@@ -205,12 +205,24 @@ def test_dbos_recovers_only_on_the_same_application_version(tmp_path, sqlite_url
     assert parity.ledger(dbos_world)["deliveries"] == 1
 
 
-def test_dbos_queues_limit_concurrency_durable_lite_has_none(tmp_path, sqlite_url):
-    assert not [name for name in dir(dl.Engine) if "queue" in name.lower()]
-    assert not {"concurrency", "limit"} & set(inspect.signature(dl.Engine.recover).parameters)
-
+def test_both_engines_queue_with_limits_and_only_dbos_also_limits_each_worker(tmp_path, sqlite_url):
+    """Both keep queues in their database, limited across workers, per key and per period.
+    DBOS also caps each worker process (worker_concurrency); a durable_lite worker takes
+    one run at a time in each thread that calls engine.work."""
+    limits = set(inspect.signature(dl.Queue).parameters)
+    assert {"concurrency", "per_key", "rate"} <= limits and "worker_concurrency" not in limits
     params = inspect.signature(DBOS.register_queue).parameters
-    assert {"worker_concurrency", "global_concurrency", "limiter"} <= set(params)
+    assert {"worker_concurrency", "global_concurrency", "partition_concurrency",
+            "limiter"} <= set(params)
+
+    dl_world, dl_work = pair(tmp_path, "durable_lite")
+    engine = engine_at(dl_work)
+    refunds = dl.Queue("refunds", concurrency=1, rate=(10, 60.0))
+    for order in ("A-17", "B-42", "C-7"):
+        engine.enqueue(refunds, ex.refund, dl_world, order, 40, run_id=f"refund-{order}")
+    assert [r.status for r in engine.work(refunds)] == ["completed"] * 3
+    assert parity.ledger(dl_world)["refunds paid"] == 3
+
     dbos_world, _ = pair(tmp_path, "dbos")
     with dbos_support.running(sqlite_url):
         queue = refund_dbos.register_queue()

@@ -46,7 +46,8 @@ MAP = {
         "wait for a signal": Cell("ctx.wait_for_signal(name, timeout) / engine.signal()", _DL),
         "idempotency": Cell("run_id; ctx.idempotency_key(*parts)", _DL),
         "versioning": Cell("@dl.workflow(name, version=N)", _DL),
-        "queues / flow control": Cell("none: workers call engine.recover()", _DL),
+        "queues / flow control": Cell("dl.Queue(concurrency, per_key, rate); engine.enqueue, "
+                                      "engine.work", _DL),
         "fork": Cell("engine.invalidate(run_id, step) (same run)", _DL),
     },
     "DBOS": {

@@ -94,11 +94,15 @@ DIFFERENCES = [
         "test_parity_differences.py::test_dbos_recovers_only_on_the_same_application_version"),
     Difference(
         "queue", "Queues and flow control",
-        "No queue in the engine: every worker's engine.recover() runs every due run it finds.",
+        "dl.Queue(name, concurrency=..., per_key=..., rate=(n, seconds)), then "
+        "engine.enqueue(queue, wf, ..., key=tenant) and engine.work(queue): limits across "
+        "workers, per key (keys take turns) and per period, counted in the store. No "
+        "per-worker limit: a worker takes one run at a time in each thread that works.",
         "DBOS.register_queue(name, worker_concurrency=..., global_concurrency=..., "
-        "limiter=...) then DBOS.enqueue_workflow: limits per worker, across workers, and per "
-        "period.",
-        "test_parity_differences.py::test_dbos_queues_limit_concurrency_durable_lite_has_none"),
+        "partition_concurrency=..., limiter=...) then DBOS.enqueue_workflow: limits per "
+        "worker, across workers, per partition key and per period.",
+        "test_parity_differences.py::"
+        "test_both_engines_queue_with_limits_and_only_dbos_also_limits_each_worker"),
 ]
 
 BY_KEY = {d.key: d for d in DIFFERENCES}

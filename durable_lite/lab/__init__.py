@@ -36,6 +36,10 @@ _EXPORTS = {
     "steps_table": "timeline",
     "time_split": "timeline",
     "TimeAxis": "timeline",
+    # lesson 11: flow control
+    "requests_per_second": "flow",
+    "tenant_finish_times": "flow",
+    "outcomes_table": "flow",
 }
 
 

@@ -8,7 +8,7 @@ threads (one Engine used by a widget callback and a notebook cell): each method 
 
 import contextlib
 
-from .records import Entry, Event, RunRecord
+from .records import Entry, Event, QueuedRun, RunRecord
 
 
 class Store:
@@ -81,6 +81,46 @@ class Store:
         raise NotImplementedError
 
     def events(self, run_id: str) -> list[Event]:
+        raise NotImplementedError
+
+    # durable queues (queue.py) --------------------------------------------------------------
+    # The queue decides who starts next; the store keeps what every worker must agree on.
+    # queue.py calls these inside one batch(), so counting the slots and taking one is a
+    # single transaction: two workers, in one process or many, never both take the last slot.
+    def save_queue(self, name: str, limits_json: str, replace: bool = True) -> None:
+        """Record a queue's limits (JSON). With replace=False, only if it has none yet."""
+        raise NotImplementedError
+
+    def queue_limits(self, name: str) -> str | None:
+        """The limits recorded for the queue, or None if the store has never seen it."""
+        raise NotImplementedError
+
+    def add_to_queue(self, queue: str, key: str | None, run_id: str, at: float) -> None:
+        """Put a run (already created with status QUEUED) at the back of the queue."""
+        raise NotImplementedError
+
+    def settle_queue(self, queue: str) -> None:
+        """Mark the queue's started runs that are no longer running, waiting or sleeping as
+        done: they have finished, so their slots are free."""
+        raise NotImplementedError
+
+    def queue_state(self, queue: str, since: float | None = None) -> dict:
+        """What a start decision needs, read at once:
+        active    {key: started runs holding a slot}
+        waiting   {key: (seq, run id) of its oldest waiting run}
+        last_turn {key: the turn of its latest start} (keys never started are absent)
+        starts    times of the starts after `since`, oldest first ([] if since is None)"""
+        raise NotImplementedError
+
+    def take_from_queue(self, queue: str, key: str | None, worker: str, at: float,
+                        lease_until: float) -> RunRecord | None:
+        """Start the oldest waiting run of `key`: mark it started with the queue's next
+        turn, and make the run RUNNING under `worker`'s lease, counted as taken up (see
+        engine.py, "Poison runs"). Returns the run's new record, or None if none waits."""
+        raise NotImplementedError
+
+    def queued_runs(self, queue: str | None = None) -> list[QueuedRun]:
+        """Every run ever queued (in `queue`, if given), in the order they were queued."""
         raise NotImplementedError
 
     def batch(self):

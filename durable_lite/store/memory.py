@@ -6,11 +6,14 @@ shared by threads: each method holds a lock, so a check and the change it guards
 lease ours? is the position free?) happen as one.
 """
 
+import bisect
+import collections
 import itertools
 import threading
 
 from ..errors import LeaseLostError, UnknownRunError
 from .base import Store
+from .records import QUEUED, RUNNING, UNFINISHED, QueuedRun
 
 
 class MemoryStore(Store):
@@ -142,3 +145,97 @@ class MemoryStore(Store):
     def events(self, run_id):
         with self._lock:
             return [e.copy() for e in self._events if e.run_id == run_id]
+
+    # durable queues (queue.py) --------------------------------------------------------------
+    # The same rows SQLiteStore keeps, indexed the way the queries use them; queue.py holds
+    # the lock (batch) around a whole decision, as it holds SQLite's write lock. Created on
+    # first use, so a store that never queues a run pays nothing for them.
+    def _queue(self, name, limits_json=None):
+        if not hasattr(self, "_queues"):
+            self._queues = {}                          # name -> _MemoryQueue
+            self._queued = {}                          # run id -> QueuedRun, in queue order
+            self._queue_seq = itertools.count(1)
+        if name not in self._queues and limits_json is not None:
+            self._queues[name] = _MemoryQueue(limits_json)
+        return self._queues.get(name)
+
+    def save_queue(self, name, limits_json, replace=True):
+        with self._lock:
+            queue = self._queue(name, limits_json)
+            if replace:
+                queue.limits = limits_json
+
+    def queue_limits(self, name):
+        with self._lock:
+            queue = self._queue(name)
+            return None if queue is None else queue.limits
+
+    def add_to_queue(self, queue, key, run_id, at):
+        with self._lock:
+            q = self._queue(queue, "{}")
+            if run_id in self._queued:
+                raise ValueError(f"run {run_id!r} was queued already")
+            row = QueuedRun(next(self._queue_seq), queue, key, run_id, at)
+            self._queued[run_id] = row
+            q.waiting.setdefault(key, collections.deque()).append(row)
+
+    def settle_queue(self, queue):
+        with self._lock:
+            q = self._queue(queue)
+            for run_id, row in list(q.started.items()) if q else ():
+                if self._runs[run_id].status not in UNFINISHED:
+                    row.state = "done"
+                    del q.started[run_id]
+
+    def queue_state(self, queue, since=None):
+        with self._lock:
+            q = self._queue(queue)
+            if q is None:
+                return {"active": {}, "waiting": {}, "last_turn": {}, "starts": []}
+            active = {}
+            for row in q.started.values():
+                active[row.key] = active.get(row.key, 0) + 1
+            starts = [] if since is None else q.starts[bisect.bisect_right(q.starts, since):]
+            return {"active": active,
+                    "waiting": {key: (rows[0].seq, rows[0].run_id)
+                                for key, rows in q.waiting.items() if rows},
+                    "last_turn": dict(q.last_turn), "starts": starts}
+
+    def take_from_queue(self, queue, key, worker, at, lease_until):
+        with self._lock:
+            q = self._queue(queue)
+            rows = q.waiting.get(key) if q else None
+            if not rows:
+                return None
+            row = rows[0]
+            run = self._runs.get(row.run_id)
+            if run is None or run.status != QUEUED:
+                raise UnknownRunError(f"run {row.run_id!r} waits in queue {queue!r} but is not "
+                                      "a queued run in this memory store")
+            rows.popleft()
+            q.turns += 1
+            row.state, row.started_at, row.turn, row.worker = "started", at, q.turns, worker
+            q.started[row.run_id] = row
+            q.last_turn[key] = q.turns
+            bisect.insort(q.starts, at)
+            run.status, run.lease_owner, run.lease_expires = RUNNING, worker, lease_until
+            run.taken_up_at, run.interruptions, run.updated_at = 0, 0, at
+            return run.copy()
+
+    def queued_runs(self, queue=None):
+        with self._lock:
+            if not hasattr(self, "_queued"):
+                return []
+            return [row.copy() for row in self._queued.values()
+                    if queue is None or row.queue == queue]
+
+
+class _MemoryQueue:
+    """One queue in a MemoryStore: its limits and its runs, indexed for the decisions."""
+
+    def __init__(self, limits_json):
+        self.limits, self.turns = limits_json, 0
+        self.waiting = {}             # key -> deque of its waiting rows, oldest first
+        self.started = {}             # run id -> row of a started run still holding a slot
+        self.last_turn = {}           # key -> turn of its latest start
+        self.starts = []              # every start time, sorted

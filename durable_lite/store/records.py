@@ -21,6 +21,8 @@ DEAD = "dead"            # its executions were interrupted again and again at on
                          # poison run, set aside so it cannot kill every worker (engine.py)
 COMPENSATED = "compensated"   # a step failed for good and the run undid what it had done,
                               # in reverse (saga.py); finished, like completed
+QUEUED = "queued"        # waiting in a durable queue until a worker's engine.work() starts
+                         # it within the queue's limits (queue.py); recover() leaves it alone
 
 FINISHED = (COMPLETED, FAILED, HALTED, DIVERGED, DEAD,   # nothing happens until someone acts
             COMPENSATED)
@@ -129,3 +131,23 @@ class Event(_Record):
     def __init__(self, run_id, at, kind, position=None, name=None, worker=None, detail=None, seq=0):
         self.run_id, self.at, self.kind = run_id, at, kind
         self.position, self.name, self.worker, self.detail, self.seq = position, name, worker, detail, seq
+
+
+# durable queues (queue.py) --------------------------------------------------------------
+class QueuedRun(_Record):
+    """A run's place in a durable queue, as the store keeps it.
+
+    state: "waiting" (not started yet), "started" (a worker took it up: it holds one of the
+    queue's slots until it finishes) or "done" (it finished, so its slot is free again).
+    seq orders the queue (first in, first out within a key); turn numbers the queue's
+    starts, so a key's latest turn tells the round-robin whose turn is next.
+    """
+
+    __slots__ = ("seq", "queue", "key", "run_id", "enqueued_at", "state", "started_at",
+                 "turn", "worker")
+
+    def __init__(self, seq, queue, key, run_id, enqueued_at, state="waiting", started_at=None,
+                 turn=None, worker=None):
+        self.seq, self.queue, self.key, self.run_id = seq, queue, key, run_id
+        self.enqueued_at, self.state, self.started_at = enqueued_at, state, started_at
+        self.turn, self.worker = turn, worker

@@ -6,7 +6,7 @@ that is not a durable_lite database at all, is refused untouched.
 """
 
 APP = "durable_lite"
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 # Schema 1: runs, checkpoints and signals. Kept verbatim so the migration can be tested
 # on a file that schema 1 really wrote.
@@ -88,5 +88,32 @@ UPDATE durable_lite_meta SET value = '3' WHERE key = 'schema_version';
 ALTER TABLE runs ADD COLUMN interruptions INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE runs ADD COLUMN taken_up_at INTEGER;
 UPDATE durable_lite_meta SET value = '4' WHERE key = 'schema_version';
+""",
+    # Schema 5 adds durable queues (queue.py): each queue's limits, and one row per queued
+    # run — waiting, started (holding one of the queue's slots) or done — so every worker
+    # on the store counts the same slots and starts, and a crash loses no queued run.
+    # `turn` numbers the queue's starts; a key's latest turn is how the round-robin over
+    # keys knows whose turn is next.
+    5: """
+CREATE TABLE queues (
+    name        TEXT PRIMARY KEY,
+    limits      TEXT NOT NULL,
+    turns       INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE queued_runs (
+    seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+    queue       TEXT NOT NULL,
+    key         TEXT,
+    run_id      TEXT NOT NULL UNIQUE,
+    enqueued_at REAL NOT NULL,
+    state       TEXT NOT NULL,
+    started_at  REAL,
+    turn        INTEGER,
+    worker      TEXT
+);
+CREATE INDEX queued_runs_waiting ON queued_runs (queue, state, key, seq);
+CREATE INDEX queued_runs_starts ON queued_runs (queue, started_at);
+CREATE INDEX queued_runs_turns ON queued_runs (queue, key, turn);
+UPDATE durable_lite_meta SET value = '5' WHERE key = 'schema_version';
 """,
 }

@@ -18,7 +18,7 @@ import time
 
 from ..errors import LeaseLostError, StoreFileError, UnknownRunError
 from .base import Store
-from .records import Entry, Event, RunRecord
+from .records import Entry, Event, QueuedRun, RunRecord
 from .schema import APP, MIGRATIONS, SCHEMA_1, SCHEMA_VERSION
 
 _SYNC = {"process": "NORMAL", "power": "FULL"}
@@ -332,6 +332,88 @@ class SQLiteStore(Store):
                 "SELECT run_id, at, kind, position, name, worker, detail, seq FROM events "
                 "WHERE run_id = ? ORDER BY seq", (run_id,)).fetchall()
         return [Event(*row) for row in rows]
+
+    # durable queues (queue.py) --------------------------------------------------------------
+    # queue.py calls these inside one batch(): BEGIN IMMEDIATE takes SQLite's write lock
+    # first, so the slots and starts it counts cannot change before it takes one, whichever
+    # process the other workers run in.
+    def save_queue(self, name, limits_json, replace=True):
+        with self._lock:
+            db = self._db
+            if db.execute("SELECT 1 FROM queues WHERE name = ? AND limits = ?",
+                          (name, limits_json)).fetchone():
+                return                     # unchanged: no write, so no lock taken
+            if replace and db.execute("UPDATE queues SET limits = ? WHERE name = ?",
+                                      (limits_json, name)).rowcount:
+                return
+            db.execute("INSERT OR IGNORE INTO queues (name, limits) VALUES (?, ?)",
+                       (name, limits_json))
+
+    def queue_limits(self, name):
+        with self._lock:
+            row = self._db.execute("SELECT limits FROM queues WHERE name = ?", (name,)).fetchone()
+        return row and row[0]
+
+    def add_to_queue(self, queue, key, run_id, at):
+        with self._lock:
+            self._db.execute("INSERT INTO queued_runs (queue, key, run_id, enqueued_at, state) "
+                             "VALUES (?, ?, ?, ?, 'waiting')", (queue, key, run_id, at))
+
+    def settle_queue(self, queue):
+        with self._lock:
+            self._db.execute(
+                "UPDATE queued_runs SET state = 'done' WHERE queue = ? AND state = 'started' "
+                "AND NOT EXISTS (SELECT 1 FROM runs WHERE runs.run_id = queued_runs.run_id "
+                "AND runs.status IN ('running', 'waiting', 'sleeping'))", (queue,))
+
+    def queue_state(self, queue, since=None):
+        with self._lock:
+            db = self._db
+            active = dict(db.execute("SELECT key, COUNT(*) FROM queued_runs WHERE queue = ? AND "
+                                     "state = 'started' GROUP BY key", (queue,)))
+            # SQLite fills a bare column beside MIN() from the row holding the minimum.
+            waiting = {key: (seq, run_id) for key, seq, run_id in db.execute(
+                "SELECT key, MIN(seq), run_id FROM queued_runs WHERE queue = ? AND "
+                "state = 'waiting' GROUP BY key", (queue,))}
+            last_turn = dict(db.execute("SELECT key, MAX(turn) FROM queued_runs WHERE queue = ? "
+                                        "AND turn IS NOT NULL GROUP BY key", (queue,)))
+            starts = [] if since is None else [at for at, in db.execute(
+                "SELECT started_at FROM queued_runs WHERE queue = ? AND started_at > ? "
+                "ORDER BY started_at", (queue, since))]
+        return {"active": active, "waiting": waiting, "last_turn": last_turn, "starts": starts}
+
+    def take_from_queue(self, queue, key, worker, at, lease_until):
+        with self.batch():
+            db = self._db
+            row = db.execute("SELECT seq, run_id FROM queued_runs WHERE queue = ? AND "
+                             "state = 'waiting' AND key IS ? ORDER BY seq LIMIT 1",
+                             (queue, key)).fetchone()
+            if row is None:
+                return None
+            seq, run_id = row
+            db.execute("UPDATE queues SET turns = turns + 1 WHERE name = ?", (queue,))
+            turn = db.execute("SELECT turns FROM queues WHERE name = ?", (queue,)).fetchone()[0]
+            db.execute("UPDATE queued_runs SET state = 'started', started_at = ?, turn = ?, "
+                       "worker = ? WHERE seq = ?", (at, turn, worker, seq))
+            changed = db.execute(
+                "UPDATE runs SET status = 'running', lease_owner = ?, lease_expires = ?, "
+                "taken_up_at = 0, interruptions = 0, updated_at = ? "
+                "WHERE run_id = ? AND status = 'queued'",
+                (worker, lease_until, at, run_id)).rowcount
+            if changed != 1:
+                raise UnknownRunError(f"run {run_id!r} waits in queue {queue!r} of {self.path} "
+                                      "but is not a queued run there: the file was edited by hand?")
+            return self.get_run(run_id)
+
+    def queued_runs(self, queue=None):
+        sql = ("SELECT seq, queue, key, run_id, enqueued_at, state, started_at, turn, worker "
+               "FROM queued_runs")
+        params = ()
+        if queue is not None:
+            sql, params = sql + " WHERE queue = ?", (queue,)
+        with self._lock:
+            rows = self._db.execute(sql + " ORDER BY seq", params).fetchall()
+        return [QueuedRun(*row) for row in rows]
 
 
 def _identity(path):
