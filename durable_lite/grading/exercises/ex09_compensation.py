@@ -11,7 +11,8 @@ q1  the two undos, called directly on a desk that already holds other trips' cha
 q2  the learner's agent on drawn trips for a party: one line per seat, car or room, with an
     offer on two or more lines (where the lesson's references collide), ending each way the
     question names — booked, card declined, refused at the first line, in the middle, at
-    the last — run once, then crashed at every point. It runs with the check's own correct
+    the last, and a line booked whose answer never comes (so the failed step must be undone
+    too) — run once, then crashed at every point. It runs with the check's own correct
     undos in place of q1's (so q2 does not depend on q1).
 q3  the emails around the agent, with the check's own agent in place of q2's: one per run,
     the confirmation once the trip is booked, the correction after the undos.
@@ -45,6 +46,9 @@ PRICEY = [name for name in USABLE if OFFERS[name]["price"] >= 300]   # for a dec
 
 
 # the cases ----------------------------------------------------------------------------------
+DECLINED = -1               # Trip.refused when the card is declined (the charge, before any line)
+
+
 @dataclass
 class Trip:
     """A drawn trip: its lines (one offer each; an offer may repeat), and where it is refused."""
@@ -77,11 +81,8 @@ class Trip:
         return "completed" if self.refused is None else "compensated"
 
     def __str__(self):
-        lines = ", ".join(self.offers)
-        return f"trip {self.trip_id!r} ({lines}; {self.total} EUR)" + (f", where {self.why}" if self.why else "")
-
-
-DECLINED = -1
+        text = f"trip {self.trip_id!r} ({', '.join(self.offers)}; {self.total} EUR)"
+        return text + (f", where {self.why}" if self.why else "")
 
 
 def _stock_ok(offers) -> bool:
@@ -182,16 +183,14 @@ def _silent_supplier(trip):
     from unittest import mock
 
     from ... import sim
-    real = sim.TravelDesk.book
-    name = trip.offers[trip.refused]
+    real, silent, ours = sim.TravelDesk.book, trip.offers[trip.refused], trip.trip_id
 
-    def book(desk, offer, reference, trip=None):
-        booking = real(desk, offer, reference, trip)
-        if offer == name and trip == trip_id:
-            raise TimeoutError(f"no answer from the supplier of {offer} within 30 s")
+    def book(desk, name, reference, trip=None):
+        booking = real(desk, name, reference, trip)
+        if name == silent and trip == ours:
+            raise TimeoutError(f"no answer from the supplier of {name} within 30 s")
         return booking
 
-    trip_id = trip.trip_id
     with mock.patch.object(sim.TravelDesk, "book", book):
         yield
 
@@ -307,7 +306,8 @@ def _sweep(wf, trip, draw, what, *extra):
     except SweepError as exc:
         text = str(exc)
         if "NotImplementedError" in text:
-            raise NotAttempted(f"{what} (or a function it calls) still raises NotImplementedError") from None
+            raise NotAttempted(f"{what} (or a function it calls) still raises "
+                               "NotImplementedError") from None
         raise Fail(f"{what} could not be crashed and finished: {text.split(': ', 1)[-1]}") from None
     except NonDeterminismError as exc:
         raise Fail(f"{what} diverged on replay: {str(exc).split('. ')[0]}") from None
@@ -414,9 +414,9 @@ def _expect_same_references(out, trip, what):
     for n, row in enumerate(lines, start=1):
         booking = row["result"]["booking_id"]
         if booking in seen or row["result"].get("repeat"):
-            first = seen.get(booking, "an earlier line")
+            first = f"line {seen[booking]}" if booking in seen else "an earlier line"
             raise Fail(f"{what}: for {trip}, the desk answered line {n} ({trip.offers[n - 1]}) with "
-                       f"the booking it made for line {first} ({booking}, repeat: True): both were "
+                       f"the booking it made for {first} ({booking}, repeat: True): both were "
                        "booked under the same reference, so the party is one booking short",
                        "the desk books once per reference: each line needs a reference of its "
                        "own, stable on every replay. What tells two lines of the same offer apart?")
