@@ -427,6 +427,16 @@ def test_the_feedback_names_the_case_and_not_the_sum_it_asks_for():
                      r"\(in execution 2\)", test.message)
 
 
+def test_the_time_feedback_shows_the_learners_numbers_and_the_spans_but_not_the_expected_split():
+    result = run("q1", no_worker_left_out, sol("slowest_step"), seed=5)
+    messages = [t.message for t in result.tests if t.status != checks.PASSED]
+    assert messages
+    for message in messages:
+        assert "no worker 0 s (0.000 s)" in message
+        assert len(re.findall(r"\(\d+\.\d{3} s\)", message)) == 3     # theirs only
+        assert "The run's children: execution 1" in message or "in all, but the run lasted" in message
+
+
 def test_a_stub_is_not_attempted_and_the_other_answer_still_counts():
     def stub(tree):
         raise NotImplementedError("write it")

@@ -30,6 +30,7 @@ What each answer is judged against:
 """
 
 import math
+import numbers
 import os
 from collections.abc import Mapping
 from typing import List, Optional
@@ -405,7 +406,9 @@ PARTS = ("working", "parked", "no worker")
 
 
 def _number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    """A finite number (numpy's too), not a bool."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) \
+        and math.isfinite(value)
 
 
 def _split_of(time_spent, tree) -> dict:
@@ -437,10 +440,21 @@ def _judge_split(time_spent, case: Ticket):
                    "every second of the run is one of the three: a worker executing it, the run "
                    "parked on a wait, or neither (no worker, yet not parked). tree.duration is "
                    "the whole")
-    raise Fail(f"{case.describe()}.\ntime_spent said {_shown(theirs)}; the trace says "
-               f"{_shown(mine)}",
+    off = [k for k in PARTS if abs(theirs[k] - mine[k]) > SECONDS]
+    raise Fail(f"{case.describe()}.\ntime_spent said {_shown(theirs)}: {' and '.join(off)} "
+               f"{'is' if len(off) == 1 else 'are'} off. The run's children: "
+               f"{_children(case.trace())}",
                "working is the executions' time (the run's children of kind 'execution'), "
                "parked its waits' and sleeps'; what neither covers is the time with no worker")
+
+
+def _children(tree) -> str:
+    """The run's children with their durations, and the run's own (the facts, not the sums)."""
+    spans = [f"{s.name} ({s.worker}, {s.status}) {format_duration(s.duration)}"
+             if s.kind == EXECUTION else
+             f"{s.kind} {s.name} {format_duration(s.duration)}{' (still open)' if s.open else ''}"
+             for s in tree.children]
+    return "; ".join(spans) + f"; the run itself lasted {format_duration(tree.duration)}"
 
 
 @q1.test("no worker died: the run worked, parked for the manager, and no second belongs to "
