@@ -92,7 +92,7 @@ def test_a_worker_killed_after_the_wait_is_a_real_sigkill_and_its_gap_belongs_to
     kill = ex10.Kill(dl.faults.CrashAt("refund", "after_effect"), gap=75.0)
     draw = Draw(7)
     with scratch("test-ex10") as folder:
-        case = ex10.ticket(folder, draw, after=[kill])
+        case = ex10.ticket(folder, draw, after=[kill], sigkill=True)
         tree = case.trace()
     assert case.finisher == (3, case.names[2])
     assert [x.status for x in tree.find(kind="execution")] == ["parked", "interrupted", "completed"]

@@ -10,12 +10,14 @@ then lies with nobody on it. The learner's functions get the trace the store hol
 afterwards (`build_trace`, what `engine.trace(run_id)` returns), built anew for them, so
 nothing they change in it changes what they are judged against.
 
-Workers killed after the wait are processes of their own, SIGKILLed as in the lesson
-(`lumpy.resume_in_worker`): each leaves its lease behind to run out, so every gap before the
-next worker is longer than a lease. Workers killed before the wait die in-process, at one of
+Where a question is about workers dying around the wait (q1's no-worker time, q3's
+finisher), the workers killed after the wait are processes of their own, SIGKILLed as in the
+lesson (`lumpy.resume_in_worker`): each leaves its lease behind to run out, so every gap
+before the next worker is longer than a lease. Elsewhere workers die in-process, at one of
 the engine's crash points or by a `Crash` raised while they wait to retry the CRM (a hook
-only an engine in this process has). The trace either leaves is the same: an execution with
-no ending, then a stretch with no worker.
+only an engine in this process has), which costs a few milliseconds instead of a process
+start. The trace either leaves is the same: an execution with no ending, then a stretch
+with no worker.
 
 What each answer is judged against:
 - q1, where the time went: the grader's own trace of the same run, split by
@@ -108,7 +110,7 @@ class Ticket:
     """
 
     def __init__(self, folder, draw, *, crm_failures=4, history_words=2400, decision="approve",
-                 before=(), after=(), finished=True, reuse_name=False, sigkill=True):
+                 before=(), after=(), finished=True, reuse_name=False, sigkill=False):
         self.folder = os.fspath(folder)
         os.makedirs(self.folder, exist_ok=True)
         self.store_path = os.path.join(self.folder, "runs.db")
@@ -311,9 +313,9 @@ def quiet(draw) -> dict:
 
 
 def died_around_the_wait(draw) -> dict:
-    """One worker dies before the wait, one or two after it."""
+    """One worker dies before the wait, one or two after it, SIGKILLed as in the lesson."""
     return {"before": [_kill(draw, BEFORE_WAIT)],
-            "after": _kills(draw, AFTER_APPROVAL, draw.randint(1, 2))}
+            "after": _kills(draw, AFTER_APPROVAL, draw.randint(1, 2)), "sigkill": True}
 
 
 def still_waiting(draw) -> dict:
