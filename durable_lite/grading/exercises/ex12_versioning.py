@@ -21,7 +21,9 @@ q2 `can_retire(engine, name)`: may the fraud-check gate's old branch be deleted 
    workflow around.
 q3 `resend(engine, run_ids)`: runs completed with an email step that printed cents as
    dollars; the fix is deployed; each listed customer must get one corrected email, nobody
-   is paid again, a second call (and a call after a crash in the middle) adds nothing.
+   is paid again, and a second call adds nothing — made by a fresh Python process that has
+   only the answer cell's code (so no memory of the first call helps), after the first call
+   returned or after its process died right after a corrected email went out.
 
 Every test draws its orders, amounts, times and the workflow's name (a new name per test:
 nothing a notebook registered or remembered can answer for it).
@@ -42,7 +44,7 @@ from ...store.records import COMPLETED, PATCH, RUNNING, STEP, WAITING
 from ...workflow import _registry, latest, registered, workflow
 from ..checks import Exercise, Fail, NotAttempted
 from ..child import run_fresh, write_module
-from ..harness import START, SeededIds, crash_label, diverged, scratch, sweep_of
+from ..harness import START, SeededIds, crash_label, diverged, needs_callable, scratch, sweep_of
 from ..ledgers import Ledgers
 from ..portable import NotPortable, module_source
 
@@ -69,7 +71,8 @@ def fraud_check(folder, order_id, key):
     """The new step: the order's fraud score, 0.0 to 0.9. The world's "fraud-checks"
     ledger records every check (a repeated key is recorded once)."""
     score = sum(map(ord, order_id)) % 10 / 10
-    world_at(folder).ledger("fraud-checks").record(key=key, detail={"order": order_id, "score": score})
+    world_at(folder).ledger("fraud-checks").record(key=key, detail={"order": order_id,
+                                                                    "score": score})
     return score
 
 
@@ -93,7 +96,8 @@ def escalate(folder, order_id, key):
 
 def refund_v1(ctx, folder, order_id, amount):
     order = ctx.step("lookup", lookup_order, folder, order_id)
-    ctx.step("ask", ask_approver, folder, order_id, amount, None, ctx.idempotency_key("ask", order_id))
+    ctx.step("ask", ask_approver, folder, order_id, amount, None,
+             ctx.idempotency_key("ask", order_id))
     if ctx.wait_for_signal("approval", timeout=3 * DAY) is None:
         ctx.step("escalate", escalate, folder, order_id, ctx.idempotency_key("escalate", order_id))
         return {"order": order_id, "outcome": "escalated"}
@@ -162,6 +166,7 @@ NEVER_STARTED = "killed before its first checkpoint"
 AFTER_LOOKUP = "killed right after its lookup was recorded"
 NEW = "started after the deploy"
 ASKED_BEFORE = (PARKED, APPROVED, PAID, KILLED_AFTER_REFUND)    # recorded 'ask' on v1
+KINDS = ("in time", "late", "never")                            # when a yes comes, if at all
 
 
 @dataclass
@@ -213,11 +218,12 @@ class Day:
         self.clock.advance(self.draw.randint(low, high) * MINUTE)
 
     # runs ------------------------------------------------------------------------------------
-    def order(self, story, workflow_name=None) -> Order:
-        number = next(self.numbers)
-        order_id = f"{self.draw.choice('ABCDEFGHJKLMNPRSTUVWXYZ')}-{number}"
+    def order(self, story, ours=True) -> Order:
+        """A new order, with a customer of its own. `ours`: a run of this day's workflow (the
+        orders the checks judge), not of another one in the same store."""
+        order_id = f"{self.draw.choice('ABCDEFGHJKLMNPRSTUVWXYZ')}-{next(self.numbers)}"
         order = Order(order_id, self.draw.amount(), f"refund-{order_id}-{self.draw.token(4)}", story)
-        if workflow_name is None:
+        if ours:
             self.orders.append(order)
         return order
 
@@ -294,6 +300,7 @@ class Day:
 
     def deploy(self, deploy):
         """A new process: it knows exactly the code `deploy(name)` registers."""
+        needs_callable(deploy, "deploy")
         _forget(self.name)
         try:
             deploy(self.name)
@@ -310,33 +317,36 @@ class Day:
     def after_deploy(self, new=(3, 5)):
         """New runs, then approvals at drawn times over five days, processes killed right
         after a step ran, and a scheduler that recovers every three hours."""
-        for i in range(self.draw.randint(*new)):
-            crash = (CrashAt("fraud-check", AFTER_EFFECT), CrashAt("ask", AFTER_EFFECT))[i] if i < 2 else None
+        killed_at = ["fraud-check", "ask"]     # the first two new runs' processes die there
+        for _ in range(self.draw.randint(*new)):
             self.later(10, 90)
-            self.start(self.order(NEW), crash=crash)
+            step = killed_at.pop(0) if killed_at else None
+            self.start(self.order(NEW), crash=CrashAt(step, AFTER_EFFECT) if step else None)
         self.recover()
         self.schedule_answers()
         while self.clock() < self.deployed_at + 5 * DAY:
             self.clock.advance(3 * HOUR)
             self.recover()
             for order in self.orders:
-                if order.answer_at is not None and not order.answered and order.answer_at <= self.clock():
+                if not order.answered and (order.answer_at or float("inf")) <= self.clock():
                     self.answer(order)
         for _ in range(3):                     # the last deadlines pass; a final sweep of recover()
             self.clock.advance(DAY)
             self.recover()
 
     def schedule_answers(self):
-        """Draw when each waiting order's yes comes: in time, too late, or never — and make
-        sure each of those happens to an old run and to a new one on every day."""
+        """Draw when each waiting order's yes comes: in time, too late, or never. Every day
+        has an old run approved in time (its process dies right after the email) and one
+        approved too late, a new run approved in time (its process dies right after the
+        refund) and one never approved; the others are drawn."""
         for index, order in enumerate(self.story(PARKED)):
             deadline = self.record(order.run_id).wake_at or self.deployed_at + 2 * DAY
-            kind = ("in time", "late")[index] if index < 2 else self.draw.choice(["in time", "late", "never"])
+            kind = ("in time", "late")[index] if index < 2 else self.draw.choice(KINDS)
             order.answer_at = self.when(kind, deadline)
             order.crash = "email" if index == 0 else self.draw.choice([None, None, "refund", "email"])
         for index, order in enumerate(self.story(NEW) + self.story(NEVER_STARTED)):
             deadline = self.deployed_at + 3 * DAY         # roughly: they park soon after the deploy
-            kind = ("in time", "never")[index] if index < 2 else self.draw.choice(["in time", "late", "never"])
+            kind = ("in time", "never")[index] if index < 2 else self.draw.choice(KINDS)
             order.answer_at = self.when(kind, deadline)
             order.crash = "refund" if index == 0 else self.draw.choice([None, None, "refund", "email"])
 
@@ -487,7 +497,8 @@ def _(deploy, draw):
                     raise Fail(f"{order} was paid {paid[0]['amount']:g}, not {order.amount}")
                 asked = len(asks.get(order.order_id, []))
                 if asked != 1:
-                    raise Fail(f"{order}: the approver was asked {asked} times; expected once", SAME_KEYS)
+                    raise Fail(f"{order}: the approver was asked {asked} times; expected once",
+                               SAME_KEYS)
                 told = len(world.mail(lookup_order(day.world, order.order_id)["email"]))
                 if told != (1 if order.refunded else 0):
                     raise Fail(f"{order} was {said}, and its customer got {told} emails; expected "
@@ -532,6 +543,7 @@ def _(deploy, draw):
 
 def _sweep(deploy, draw, waits, what):
     """Sweep the code new runs start on after the deploy (the newest version of a new name)."""
+    needs_callable(deploy, "deploy")
     name = f"ex12-refund-{draw.token(6)}"
     try:
         try:
@@ -615,7 +627,17 @@ def _snapshot(day):
             for r in day.reader.list_runs()]
 
 
-def _probe(day, can_retire, moment):
+BRANCH = ("what matters is the branch each unfinished run's history holds at the gate, not its "
+          "status, its version or the clock (lesson 12, section 5)")
+DEADLINES = ("a deadline that has passed changes nothing until a process continues the run: "
+             "until then its history still ends on the old branch")
+NOT_REACHED = ("a run with nothing recorded at the gate's place takes the new branch when it "
+               "continues; and only runs of the workflow `name` count")
+
+
+def _probe(day, can_retire, moment, hint):
+    """Ask can_retire at this moment, and compare with the truth the histories hold."""
+    needs_callable(can_retire, "can_retire")
     by_run = {o.run_id: o for o in day.orders}
     old = _old_branch(day)
     before = _snapshot(day)
@@ -624,7 +646,8 @@ def _probe(day, can_retire, moment):
     except NotImplementedError:
         raise NotAttempted("can_retire still raises NotImplementedError") from None
     except Exception as exc:               # noqa: BLE001 - the learner's code
-        raise Fail(f"{moment}, can_retire(engine, {day.name!r}) raised {type(exc).__name__}: {exc}") from None
+        raise Fail(f"{moment}, can_retire(engine, {day.name!r}) raised "
+                   f"{type(exc).__name__}: {exc}") from None
     if _snapshot(day) != before:
         raise Fail(f"{moment}, can_retire changed the runs in the store",
                    "only look: no recover(), resume() or signal() in can_retire")
@@ -636,26 +659,25 @@ def _probe(day, can_retire, moment):
         who = ", ".join(str(by_run[r]) for r in old[:3]) + (" and more" if len(old) > 3 else "")
         raise Fail(f"{moment}, can_retire said True, but {len(old)} unfinished run(s) went past "
                    f"the gate on the old branch: {who}. Without that branch they would diverge "
-                   "when they continue.", q2.tests[0].hint)
+                   "when they continue.", hint)
     if not answer and not old:
         unfinished = [o for o in day.orders if day.record(o.run_id).status != COMPLETED]
         stories = sorted({o.story for o in unfinished})
         raise Fail(f"{moment}, can_retire said False, but no unfinished run of {day.name!r} is on "
-                   f"the old branch (the {len(unfinished)} unfinished: {'; '.join(stories) or 'none'})",
-                   q2.tests[0].hint)
+                   f"the old branch (the {len(unfinished)} unfinished: "
+                   f"{'; '.join(stories) or 'none'})", hint)
 
 
 @q2.test("while old runs finish one by one (one of them killed mid-refund), with new runs "
          "waiting: True exactly when no unfinished run went past the gate on the old branch",
-         hint="what matters is the branch each unfinished run's history holds at the gate, not "
-              "its status, its version or the clock (lesson 12, section 5)")
+         hint=BRANCH)
 def _(can_retire, draw):
     with scratch("ex12") as folder:
         day = Day(folder, draw)
         try:
             day.before_deploy(parked=(2, 4), approved=(0, 0), paid=(0, 1), killed=False)
             day.deploy(_gate_deploy)
-            _probe(day, can_retire, "right after the deploy")
+            _probe(day, can_retire, "right after the deploy", BRANCH)
             for _ in range(draw.randint(1, 3)):
                 day.later(10, 90)
                 day.start(day.order(NEW))
@@ -665,22 +687,22 @@ def _(can_retire, draw):
                 day.later(30, 300)
                 killed = i == len(old) - 1
                 day.say_yes(order, crash="refund" if killed else None)
-                _probe(day, can_retire, f"after {i + 1} of {len(old)} old runs were approved"
-                       + (" (the last one's process died right after its refund was paid)" if killed else ""))
+                died = " (its process died right after the refund was paid)" if killed else ""
+                _probe(day, can_retire, f"after {i + 1} of {len(old)} old runs were approved{died}",
+                       BRANCH)
             day.later(1, 10)
             day.recover()
-            _probe(day, can_retire, "after every old run finished, new ones still waiting")
+            _probe(day, can_retire, "after every old run finished, new ones still waiting", BRANCH)
             for order in day.story(NEW):
                 day.say_yes(order)
-            _probe(day, can_retire, "after every run finished")
+            _probe(day, can_retire, "after every run finished", BRANCH)
         finally:
             day.close()
 
 
 @q2.test("past every old run's deadline, before the scheduler has run: False; after recover() "
          "let them escalate: True",
-         hint="a deadline that has passed changes nothing until a process continues the run: "
-              "until then its history still ends on the old branch")
+         hint=DEADLINES)
 def _(can_retire, draw):
     with scratch("ex12") as folder:
         day = Day(folder, draw)
@@ -693,37 +715,38 @@ def _(can_retire, draw):
                 day.later(10, 90)
             last = max(day.record(o.run_id).wake_at for o in day.story(PARKED))
             day.clock.advance(last - day.clock() + draw.randint(1, 60) * MINUTE)
-            _probe(day, can_retire, "past every old run's deadline, before recover()")
+            _probe(day, can_retire, "past every old run's deadline, before recover()", DEADLINES)
             day.recover()
-            _probe(day, can_retire, "after recover() escalated the old runs (new ones still waiting)")
+            _probe(day, can_retire, "after recover() escalated the old runs (new ones still waiting)",
+                   DEADLINES)
         finally:
             day.close()
 
 
 @q2.test("old runs that never reached the gate, and runs of another workflow, do not need the "
          "old branch: True once the runs that went past it have finished",
-         hint="a run with nothing recorded at the gate's place takes the new branch when it "
-              "continues; and only runs of the workflow `name` count")
+         hint=NOT_REACHED)
 def _(can_retire, draw):
     with scratch("ex12") as folder:
         day = Day(folder, draw)
         try:
             eu = workflow(day.name + "-eu", 1)(refund_v1)     # another workflow, same old code
             for _ in range(draw.randint(1, 2)):
-                day.start(day.order("a run of another workflow", workflow_name=eu.name), wf=eu)
+                day.start(day.order("a run of another workflow", ours=False), wf=eu)
             day.before_deploy(parked=(1, 3), approved=(0, 0), paid=(0, 0), killed=False)
             day.start(day.order(AFTER_LOOKUP), crash=CrashAt("lookup", AFTER_CHECKPOINT))
             day.not_reached()
             day.deploy(_gate_deploy)
-            _probe(day, can_retire, "right after the deploy")
+            _probe(day, can_retire, "right after the deploy", NOT_REACHED)
             for order in day.story(PARKED):
                 day.later(30, 300)
                 day.say_yes(order)
             _probe(day, can_retire, "after the old runs that had asked finished (two were killed "
-                                    "before asking; runs of another workflow still wait)")
+                                    "before asking; runs of another workflow still wait)", NOT_REACHED)
             day.later(1, 10)
             day.recover()
-            _probe(day, can_retire, "after recover() continued the runs killed before asking")
+            _probe(day, can_retire, "after recover() continued the runs killed before asking",
+                   NOT_REACHED)
         finally:
             day.close()
 
@@ -747,12 +770,11 @@ def fresh_process_resend(resend, store_path, now, name, ids, run_ids):
 
 def _portable(resend):
     """resend's source for a new process, taken before anything has called it."""
+    needs_callable(resend, "resend")
     try:
         return module_source(resend, extra=ENTRY, call_as={"resend": resend})
     except NotPortable as exc:
         raise Fail(str(exc)) from None
-    except TypeError:
-        raise Fail(f"resend should be a function, not a {type(resend).__name__}") from None
 
 
 DEDUPED = ("the mailer dedupes on the email's key, and a key the run used before sends "
@@ -769,7 +791,7 @@ class Receipts:
     def __init__(self, folder, draw):
         self.folder = folder
         self.day = day = Day(folder, draw)
-        self.good, self.bad, self.escalated = [], [], []
+        self.good, self.bad = [], []
         for group, email, story in ((self.good, tell_customer, "told before the bug shipped"),
                                     (self.bad, tell_customer_in_cents, "told by the buggy step")):
             workflow(day.name, 1)(_sending(email))          # a deploy: the same steps, new email
@@ -780,9 +802,7 @@ class Receipts:
                 day.say_yes(order)
                 group.append(order)
                 day.later(5, 50)
-        order = day.order("escalated: never approved, no customer email")
-        day.start(order)
-        self.escalated.append(order)
+        day.start(day.order("escalated: never approved, no customer email"))
         day.clock.advance(3 * DAY + HOUR)
         day.recover()
         workflow(day.name, 1)(_sending(tell_customer))      # the fix is deployed
@@ -803,16 +823,16 @@ class Receipts:
         return out
 
     def resend(self, resend, crash=None):
-        engine = self.day.engine(crash)
+        """resend, in this process (which dies at `crash`, if given)."""
+        needs_callable(resend, "resend")
         try:
-            resend(engine, [o.run_id for o in self.bad])
+            resend(self.day.engine(crash), [o.run_id for o in self.bad])
         except NotImplementedError:
             raise NotAttempted("resend still raises NotImplementedError") from None
         except Crash:
-            return True
+            pass                               # the process died: the next call is a new one
         except Exception as exc:           # noqa: BLE001 - the learner's code
             raise Fail(f"resend(engine, run_ids) raised {type(exc).__name__}: {exc}") from None
-        return False
 
     def resend_in_a_new_process(self, source):
         """resend again, in a fresh Python process: it knows only the code (and the constants,
@@ -855,7 +875,8 @@ class Receipts:
                            f"{was['customer emails'][-1]!r}) got {len(new)} more email(s)"
                            + (f": {new!r}" if new else "") + f"; expected one: {right!r}", hint)
         if after["lead emails"] != before["lead emails"]:
-            raise Fail(f"{when}, the lead got {after['lead emails'] - before['lead emails']} more emails")
+            more = after["lead emails"] - before["lead emails"]
+            raise Fail(f"{when}, the lead got {more} more emails")
 
 
 @q3.test("one corrected email to each customer of run_ids; nobody paid or asked again, "
@@ -875,8 +896,6 @@ def _(resend, draw):
 @q3.test("resend called again, by a new process (a retry of the whole job): nothing more "
          "happens", hint=REPEATED)
 def _(resend, draw):
-    if resend is None:
-        raise NotAttempted("resend is still None")
     source = _portable(resend)
     with scratch("ex12") as folder:
         receipts = Receipts(folder, draw)
@@ -897,8 +916,6 @@ def _(resend, draw):
          hint="the run that died is continued, not made again, when the second call forks with "
               "the same run id: its email step then sends with the key it used before")
 def _(resend, draw):
-    if resend is None:
-        raise NotAttempted("resend is still None")
     source = _portable(resend)
     with scratch("ex12") as folder:
         receipts = Receipts(folder, draw)
@@ -907,6 +924,7 @@ def _(resend, draw):
             receipts.resend(resend, crash=CrashAt("email", AFTER_EFFECT))
             receipts.day.later(30, 120)
             receipts.resend_in_a_new_process(source)
-            receipts.expect(before, receipts.state(), "after a crash and a second call, in a new process")
+            receipts.expect(before, receipts.state(),
+                            "after a crash and a second call, in a new process")
         finally:
             receipts.day.close()
