@@ -534,9 +534,9 @@ def _(deploy, draw):
                     raise Fail(f"{order} was fraud-checked {len(scores)} times; expected at most once",
                                NEW_KEY)
                 if scores and f"fraud score {scores[0]}" not in said:
-                    raise Fail(f"{order} was fraud-checked (score {scores[0]}), but the approver "
-                               f"was asked with {said!r}: the check did not come before the question",
-                               CHECK_FIRST)
+                    raise Fail(f"{order} was fraud-checked (score {scores[0]}), but the approval "
+                               f"email said {said!r}: the approver must be asked after the check, "
+                               "with its score", CHECK_FIRST)
         finally:
             day.close()
 
