@@ -61,20 +61,39 @@ def on_dbos(workflow: str, args, *, workflow_id: str, url: str, kwargs=None, cra
     where = {"imports": list(imports), "python_path": list(python_path), "timeout": timeout}
     first = start_worker(url, executor, crash=crash, **where,
                          start=[(workflow, workflow_id, list(args), dict(kwargs or {}))])
-    first.join(timeout + 60)
-    if not first.killed:
-        report = first.report()
-        if report is None:                    # it died before it could report: say why
-            return _broken(first, "the worker could not start the workflow")
+    report = reported(first, timeout + 30)
+    if report is not None:                    # it ran to the end: the crash point never came
         return _outcome(report[workflow_id], killed=False)
+    if getattr(first, "hung", False) or not first.killed:     # it failed otherwise: say why
+        return _broken(first, "the worker could not run the workflow")
     replayed = recorded_steps(url, workflow_id)           # what the restart will replay
     second = start_worker(url, executor, wait_for=[workflow_id], **where)
-    second.join(timeout + 60)
-    report = second.report()
+    report = reported(second, timeout + 30)
     if report is None:
         return {**_broken(second, "the restarted worker failed"), "killed": True,
                 "replayed": replayed}
     return {**_outcome(report[workflow_id], killed=True), "replayed": replayed}
+
+
+def reported(worker, timeout: float):
+    """The worker's report once it has written one, or None if it died (or hung past
+    `timeout`) without one. Either way the worker is gone afterwards.
+
+    A worker writes its report when its workflows finished or its own timeout ran out, and
+    then shuts DBOS down, which waits for workflows still running (one blocked in a two-day
+    DBOS.recv, say): nothing is left to learn from it then, so it is killed. `worker.killed`
+    stays True only for a worker that died by SIGKILL on its own (at its crash point)."""
+    import time
+    deadline = time.monotonic() + timeout
+    while worker.report() is None and worker.process.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    report = worker.report()
+    if report is None and worker.process.is_alive():
+        worker.kill()
+        worker.hung = True
+        return None
+    worker.kill()
+    return report
 
 
 def _outcome(found: dict, killed: bool) -> dict:
@@ -85,8 +104,10 @@ def _outcome(found: dict, killed: bool) -> dict:
 
 
 def _broken(worker, what) -> dict:
+    why = ("it did not finish, and was stopped" if getattr(worker, "hung", False)
+           else last_error(worker.log()))
     return {"killed": False, "status": None, "result": None, "replayed": [],
-            "error": f"{what}: {last_error(worker.log())}"}
+            "error": f"{what}: {why}"}
 
 
 def last_error(log: str) -> str:

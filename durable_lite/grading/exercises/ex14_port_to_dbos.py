@@ -104,11 +104,29 @@ def _database(folder) -> str:
 
 
 # the learner's port, as a module a fresh process imports -----------------------------------
+# The modules engines/dbos_worker.py imports before a port (their workflows come first).
+WORKER_MODULES = ("durable_lite.engines.refund_dbos", "durable_lite.engines.research_dbos")
+
+
 def _taken_names() -> set:
-    """Workflow names a DBOS worker of this course registers before it imports a port."""
-    from ...engines import refund_dbos, research_dbos
-    return {v.dbos_function_name for m in (refund_dbos, research_dbos)
-            for v in vars(m).values() if hasattr(v, "dbos_function_name")}
+    """Workflow names a DBOS worker of this course registers before it imports a port.
+
+    Read from the modules' source rather than imported: importing them here would register
+    their workflows in the notebook's own process, beside the learner's."""
+    import ast
+    import importlib.util
+    names = set()
+    for module in WORKER_MODULES:
+        with open(importlib.util.find_spec(module).origin, encoding="utf-8") as f:
+            tree = ast.parse(f.read())
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.FunctionDef):
+                continue
+            for decorator in node.decorator_list:
+                if isinstance(decorator, ast.Call) and ast.unparse(decorator.func) == "DBOS.workflow":
+                    given = [k.value for k in decorator.keywords if k.arg == "name"]
+                    names.add(ast.literal_eval(given[0]) if given else node.name)
+    return names
 
 
 def _cell_source(fn) -> str:
@@ -122,9 +140,8 @@ def _cell_source(fn) -> str:
     return "".join(lines)
 
 
-def save_port(answer, name: str, folder) -> str:
-    """Check that `answer` is a DBOS workflow with a name of its own, save its cell as a
-    module in `folder` (the given imports first) and return the module's name."""
+def answered(answer, name: str) -> str:
+    """The DBOS workflow name `answer` is registered under, once it looks like a port."""
     if answer is None:
         raise NotAttempted(f"{name} is still None")
     if hasattr(answer, "fn") and hasattr(answer, "version"):
@@ -139,6 +156,13 @@ def save_port(answer, name: str, folder) -> str:
         raise Fail(f"{name} is not a DBOS workflow" +
                    (" (it is declared as a step)" if registered else ""),
                    "decorate the workflow function with @DBOS.workflow(name=...)")
+    return str(registered)
+
+
+def save_port(answer, name: str, folder) -> str:
+    """Save the cell that defines `answer`, the given imports first, as a module in
+    `folder`; return the module's name. Call it once `_database` found DBOS can run."""
+    registered = answered(answer, name)
     if registered in _taken_names():
         raise Fail(f"{name} is registered under the name {registered!r}, which a workflow of "
                    "the lesson already uses; DBOS refuses two workflows with one name in a "
@@ -225,8 +249,9 @@ class Pair:
 
     def __init__(self, folder, answer):
         self.folder = folder
-        self.module = save_port(answer, "cancel_subscription", folder)
+        answered(answer, "cancel_subscription")
         self.url = _database(folder)
+        self.module = save_port(answer, "cancel_subscription", folder)
         self.cases = 0
 
     def run(self, case, crash=None):
@@ -248,8 +273,12 @@ class Pair:
         return ({**original, **recorded(original_world)}, {**port, **recorded(port_world)})
 
 
-def _where(crash) -> str:
-    return "with no crash" if crash is None else f"killed {crash_label(crash)}, then restarted"
+def _where(case, crash) -> str:
+    """"cancel_subscription(world, 'K-4821', 37) as run 'sub-…', killed right after step
+    'refund' ran, then restarted": the case, so the learner can try it themselves."""
+    what = "with no crash" if crash is None else f"killed {crash_label(crash)}, then restarted"
+    return (f"cancel_subscription(folder, {case.sub_id!r}, {case.unused}) as run "
+            f"{case.run_id!r}, {what}")
 
 
 STEP_HINT = ("declare each step with step(name) from durable_lite.engines.dbos_faults (it is "
@@ -262,15 +291,15 @@ IMPORT_HINT = ("the worker imports your answer cell on its own, with only the gi
 
 def judge(original, port, case, crash=None, keys=False) -> None:
     """Fail with the first way the port's outcome differs from the original's."""
-    where = _where(crash)
+    where = _where(case, crash)
     if port["error"] and "NotImplementedError" in port["error"]:
         raise NotAttempted("your port (or a step it calls) still raises NotImplementedError")
     if port["status"] is None:
         raise Fail(f"{where}: the DBOS worker could not run your port: {port['error']}",
                    IMPORT_HINT)
     if crash is not None and not port["killed"]:
-        raise Fail(f"durable_lite's process was killed {crash_label(crash)}; the DBOS worker "
-                   f"ran your port without ever reaching that point (it ended "
+        raise Fail(f"{where}: durable_lite's process was killed {crash_label(crash)}; the DBOS "
+                   f"worker ran your port without ever reaching that point (it ended "
                    f"{port['status']})", STEP_HINT)
     if port["status"] != "completed":
         raise Fail(f"{where}: your port ended {port['status']}"
@@ -315,9 +344,9 @@ def _counts(outcome, case) -> dict:
 def _same_ledgers(original, port, case, where) -> None:
     want, got = _counts(original, case), _counts(port, case)
     if want != got:
-        wrong = "; ".join(f"{name}: {got[name]} (the original: {want[name]})"
+        wrong = "; ".join(f"{name} {got[name]} (the original's: {want[name]})"
                           for name in want if got[name] != want[name])
-        raise Fail(f"{where}, the world recorded for your port {wrong}",
+        raise Fail(f"{where}: your port's world recorded {wrong}",
                    _why_counts_differ(want, got))
     for ledger, what in (("refunds", "refunds (id, subscription, amount)"),
                          ("plans", "plan records"), ("emails", "emails to")):
@@ -455,10 +484,9 @@ def pause_on_dbos(folder, url, module, module_folder, case, deadline, answer) ->
                 client.send(case.run_id, answer, original.CONFIRM)
             finally:
                 client.destroy()
-        worker.join(PATIENCE + 60)
+        report = killed.reported(worker, PATIENCE + 30)
     finally:
         worker.kill()
-    report = worker.report()
     if report is None:
         return {"status": None, "result": None,
                 "error": f"the worker could not run your port: {killed.last_error(worker.log())}",
@@ -493,8 +521,9 @@ def _started(worker, url, workflow_id, timeout=30.0) -> bool:
 
 def _pause_case(pause_subscription, draw, answer, deadline):
     with scratch("ex14") as folder:
-        module = save_port(pause_subscription, "pause_subscription", folder)
+        answered(pause_subscription, "pause_subscription")
         url = _database(folder)
+        module = save_port(pause_subscription, "pause_subscription", folder)
         case = Case(draw)
         original = pause_on_durable_lite(os.path.join(folder, "durable_lite"), case, deadline,
                                          answer)
@@ -504,6 +533,7 @@ def _pause_case(pause_subscription, draw, answer, deadline):
 
 
 def _judge_pause(original, port, case, what) -> None:
+    what = f"pause_subscription(folder, {case.sub_id!r}) as run {case.run_id!r}, {what}"
     if port["error"] and "NotImplementedError" in port["error"]:
         raise NotAttempted("your port (or a step it calls) still raises NotImplementedError")
     if port["status"] is None:
