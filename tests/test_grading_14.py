@@ -466,6 +466,15 @@ def test_a_pause_key_without_the_workflow_id_fails(port):
     assert "key" in results[YES].message
 
 
+@needs_dbos
+def test_an_email_sent_outside_a_step_fails_on_the_recorded_steps(port):
+    answer = port(pause_port().replace('    ask(folder, sub["email"]', '    send_email(folder, sub["email"]'),
+                  "pause_subscription")
+    results = run("q2", answer, seed=63, only=[NO])
+    assert failed(results) == {NO}
+    assert "DBOS recorded the steps ['lookup', 'unchanged']" in results[NO].message
+
+
 PAUSE_WRITTEN_DIFFERENTLY = PAUSE_STEPS.replace('@step("', '@DBOS.step(name="') + '''
 
 @DBOS.workflow(name="WORKFLOW_NAME")
@@ -534,3 +543,20 @@ def test_the_notebook_shows_the_originals_as_they_are():
                                                      as_version=4).cells)
     for wf in (original.cancel_subscription, original.pause_subscription):
         assert inspect.getsource(wf.fn).rstrip() in text
+
+
+@needs_dbos
+def test_where_dbos_cannot_use_sqlite_the_checks_run_on_a_throwaway_postgres(port, monkeypatch):
+    from durable_lite.engines import dbos_support, postgres
+    ok, why = postgres.available()
+    if not ok:
+        pytest.skip(why)
+    monkeypatch.setattr(dbos_support, "sqlite_usable", lambda: (False, "SQLite too old here"))
+    try:
+        results = run("q1", port(cancel_port(), "cancel_subscription"), seed=71,
+                      only=[NO_CRASH, REFUND_WINDOW])
+        assert failed(results) == set(), {n: t.message for n, t in results.items()}
+        assert ex14._postgres and ex14._postgres[0].running
+    finally:
+        while ex14._postgres:
+            ex14._postgres.pop().stop()

@@ -61,16 +61,16 @@ def on_dbos(workflow: str, args, *, workflow_id: str, url: str, kwargs=None, cra
     where = {"imports": list(imports), "python_path": list(python_path), "timeout": timeout}
     first = start_worker(url, executor, crash=crash, **where,
                          start=[(workflow, workflow_id, list(args), dict(kwargs or {}))])
-    report = reported(first, timeout + 30)
+    report, ending = _finish(first, timeout + 30)
     if report is not None:                    # it ran to the end: the crash point never came
         return _outcome(report[workflow_id], killed=False)
-    if getattr(first, "hung", False) or not first.killed:     # it failed otherwise: say why
-        return _broken(first, "the worker could not run the workflow")
+    if ending != "killed at its crash point":
+        return _broken(first, f"the worker could not run the workflow ({ending})")
     replayed = recorded_steps(url, workflow_id)           # what the restart will replay
     second = start_worker(url, executor, wait_for=[workflow_id], **where)
-    report = reported(second, timeout + 30)
+    report, ending = _finish(second, timeout + 30)
     if report is None:
-        return {**_broken(second, "the restarted worker failed"), "killed": True,
+        return {**_broken(second, f"the restarted worker failed ({ending})"), "killed": True,
                 "replayed": replayed}
     return {**_outcome(report[workflow_id], killed=True), "replayed": replayed}
 
@@ -81,19 +81,31 @@ def reported(worker, timeout: float):
 
     A worker writes its report when its workflows finished or its own timeout ran out, and
     then shuts DBOS down, which waits for workflows still running (one blocked in a two-day
-    DBOS.recv, say): nothing is left to learn from it then, so it is killed. `worker.killed`
-    stays True only for a worker that died by SIGKILL on its own (at its crash point)."""
+    DBOS.recv, say): nothing is left to learn from it then, so it is killed."""
+    return _finish(worker, timeout)[0]
+
+
+def _finish(worker, timeout: float):
+    """(report or None, how the worker ended: "reported", "killed at its crash point",
+    "exited with status N" or "hung"); the worker is stopped in every case, also when the
+    caller is interrupted while it waits."""
+    import signal
     import time
-    deadline = time.monotonic() + timeout
-    while worker.report() is None and worker.process.is_alive() and time.monotonic() < deadline:
-        time.sleep(0.02)
-    report = worker.report()
-    if report is None and worker.process.is_alive():
+    try:
+        deadline = time.monotonic() + timeout
+        while worker.report() is None and worker.process.is_alive():
+            if time.monotonic() > deadline:
+                return None, "hung"
+            time.sleep(0.02)
+        report = worker.report()
+        if report is not None:
+            return report, "reported"
+        worker.process.join(5)
+        code = worker.process.exitcode
+        return None, ("killed at its crash point" if code == -signal.SIGKILL
+                      else f"exited with status {code}")
+    finally:
         worker.kill()
-        worker.hung = True
-        return None
-    worker.kill()
-    return report
 
 
 def _outcome(found: dict, killed: bool) -> dict:
@@ -104,10 +116,8 @@ def _outcome(found: dict, killed: bool) -> dict:
 
 
 def _broken(worker, what) -> dict:
-    why = ("it did not finish, and was stopped" if getattr(worker, "hung", False)
-           else last_error(worker.log()))
     return {"killed": False, "status": None, "result": None, "replayed": [],
-            "error": f"{what}: {why}"}
+            "error": f"{what}: {last_error(worker.log())}"}
 
 
 def last_error(log: str) -> str:
