@@ -114,29 +114,11 @@ def _database(folder) -> str:
 
 
 # the learner's port, as a module a fresh process imports -----------------------------------
-# The modules engines/dbos_worker.py imports before a port (their workflows come first).
-WORKER_MODULES = ("durable_lite.engines.refund_dbos", "durable_lite.engines.research_dbos")
-
-
 def _taken_names() -> set:
-    """Workflow names a DBOS worker of this course registers before it imports a port.
-
-    Read from the modules' source rather than imported: importing them here would register
-    their workflows in the notebook's own process, beside the learner's."""
-    import ast
-    import importlib.util
-    names = set()
-    for module in WORKER_MODULES:
-        with open(importlib.util.find_spec(module).origin, encoding="utf-8") as f:
-            tree = ast.parse(f.read())
-        for node in ast.walk(tree):
-            if not isinstance(node, ast.FunctionDef):
-                continue
-            for decorator in node.decorator_list:
-                if isinstance(decorator, ast.Call) and ast.unparse(decorator.func) == "DBOS.workflow":
-                    given = [k.value for k in decorator.keywords if k.arg == "name"]
-                    names.add(ast.literal_eval(given[0]) if given else node.name)
-    return names
+    """Workflow names a DBOS worker of this course registers before it imports a port."""
+    from ...engines import refund_dbos, research_dbos        # what dbos_worker imports
+    return {v.dbos_function_name for m in (refund_dbos, research_dbos)
+            for v in vars(m).values() if hasattr(v, "dbos_function_name")}
 
 
 def _cell_source(fn) -> str:
@@ -272,8 +254,8 @@ class Pair:
         original_world = case.world(os.path.join(here, "durable_lite"))
         port_world = case.world(os.path.join(here, "dbos"))
         original = killed.on_durable_lite(ORIGINAL, CANCEL, [original_world, *args],
-                                          run_id=case.run_id, workdir=os.path.dirname(original_world),
-                                          crash=crash)
+                                          run_id=case.run_id, crash=crash,
+                                          workdir=os.path.dirname(original_world))
         port = killed.on_dbos(f"{self.module}.cancel_subscription", [port_world, *args],
                               workflow_id=case.run_id, url=self.url, crash=crash,
                               imports=[self.module], python_path=[self.folder], timeout=20)
@@ -451,7 +433,7 @@ def _(cancel_subscription, draw):
 # q2: both engines, the same answers ----------------------------------------------------------
 ANSWERED_DEADLINE = 60.0      # a deadline nobody reaches: the answer must end the wait
 SILENT_DEADLINE = 1.0         # real seconds on DBOS; a fake clock moves past it on durable_lite
-PATIENCE = 10.0               # how long the grader waits for a port's run to end
+PATIENCE = 8.0                # how long the grader waits for a port's run to end
 
 
 def pause_on_durable_lite(folder, case, deadline, answer) -> dict:
@@ -477,9 +459,9 @@ def pause_on_dbos(folder, url, module, module_folder, case, deadline, answer) ->
     """The port in a DBOS worker; the answer, if any, sent as a message once the workflow
     exists. Its status is "running" if it had not ended PATIENCE seconds later."""
     world = case.world(folder)
-    worker = dbos_worker.start_worker(url, f"pause-{case.run_id}", imports=[module],
-                          python_path=[module_folder], timeout=PATIENCE,
-                          start=[(f"{module}.pause_subscription", case.run_id,
+    worker = dbos_worker.start_worker(
+        url, f"pause-{case.run_id}", imports=[module], python_path=[module_folder],
+        timeout=PATIENCE, start=[(f"{module}.pause_subscription", case.run_id,
                                   [world, case.sub_id], {"deadline": deadline})])
     try:
         if answer is not None and _started(worker, url, case.run_id):
