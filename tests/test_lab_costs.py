@@ -33,6 +33,12 @@ def test_the_bare_rows_are_the_rows_durable_lite_stores(tmp_path):
     assert [(r[0], r[2], json.loads(r[4])) for r in rows] == [(i, "noop", i) for i in range(3)]
 
 
+def test_the_reference_run_is_found_beside_the_package_or_explained(tmp_path):
+    assert ladder.load_reference_run() == REFERENCE
+    with pytest.raises(FileNotFoundError, match="make bench"):
+        ladder.load_reference_run(tmp_path / "nowhere.json")
+
+
 def test_the_reference_ladder_has_every_rung_in_order():
     timings = ladder.reference_ladder(REFERENCE)
     keys = [t.key for t in timings]
@@ -176,10 +182,13 @@ def test_widget_check_colours_cells_and_says_why(table):
     table.check_button.click()
     assert table.toggles["nightly research report", "long"].button_style == "danger"
     assert table.toggles["refund", "irreversible"].button_style == "success"
+    assert "✗" in table.marks["nightly research report", "long"].value
+    assert "✓" in table.marks["refund", "irreversible"].value
     assert "14 of 15 cells right" in table.status.value
     assert "nightly research report" in table.why.value and "500.5 s" in table.why.value
     table.toggles["nightly research report", "long"].value = True
     assert table.toggles["refund", "irreversible"].button_style == ""     # stale: uncoloured
+    assert table.marks["refund", "irreversible"].value == ""
     table.check_button.click()
     assert table.status.value == "all 15 cells right" and table.why.value == ""
 

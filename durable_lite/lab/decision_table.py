@@ -149,6 +149,7 @@ def _num(value: float) -> str:
 
 # the widget ---------------------------------------------------------------------------------
 _CELL_STYLE = {True: "success", False: "danger", None: ""}
+_MARK = {True: "<b style='color:#1e8449'>✓</b>", False: "<b style='color:#c0392b'>✗</b>", None: ""}
 
 
 class DecisionTable:
@@ -162,9 +163,10 @@ class DecisionTable:
         self.model = model or DecisionTableModel(workloads)
         m = self.model
         self.toggles = {}
+        self.marks = {}              # ✓ or ✗ beside each cell after a check
         self.verdicts = {}
         header = [w.HTML("<b>workload</b>", layout=w.Layout(width="190px"))]
-        header += [w.HTML(f"<b>{QUESTIONS[r]}</b>", layout=w.Layout(width="150px"))
+        header += [w.HTML(f"<b>{QUESTIONS[r]}</b>", layout=w.Layout(width="172px"))
                    for r in REASONS]
         header.append(w.HTML("<b>your verdict</b>"))
         rows = [w.HBox(header)]
@@ -179,7 +181,8 @@ class DecisionTable:
                                          layout=w.Layout(width="150px"))
                 toggle.observe(self._answer(workload.name, reason), names="value")
                 self.toggles[workload.name, reason] = toggle
-                cells.append(toggle)
+                self.marks[workload.name, reason] = w.HTML(layout=w.Layout(width="22px"))
+                cells += [toggle, self.marks[workload.name, reason]]
             self.verdicts[workload.name] = w.HTML()
             cells.append(self.verdicts[workload.name])
             rows.append(w.HBox(cells))
@@ -211,7 +214,9 @@ class DecisionTable:
     def refresh(self):
         m = self.model
         for (workload, reason), toggle in self.toggles.items():
-            toggle.button_style = _CELL_STYLE[m.is_right(workload, reason)]
+            right = m.is_right(workload, reason)
+            toggle.button_style = _CELL_STYLE[right]
+            self.marks[workload, reason].value = _MARK[right]
         for workload, label in self.verdicts.items():
             verdict = m.verdict(workload)
             label.value = ("<span style='color:#999'>…</span>" if verdict is None

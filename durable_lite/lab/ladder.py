@@ -243,6 +243,25 @@ def measure_ladder(folder, steps: int = 200, rounds: int = 3,
     return [RungTiming(key, steps, tuple(s / steps * 1e6 for s in seconds[key])) for key in keys]
 
 
+REFERENCE_RUN = "benchmarks/reference_run.json"
+
+
+def load_reference_run(path=None) -> dict:
+    """The benchmark's committed full run, read from the course's folder (the one this
+    package lives in, as `make lab` installs it), or from `path`."""
+    if path is None:
+        path = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+            os.path.abspath(__file__)))), *REFERENCE_RUN.split("/"))
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except FileNotFoundError:
+        raise FileNotFoundError(
+            f"no benchmark run at {path}: the course keeps its reference run in "
+            f"{REFERENCE_RUN}; run `make bench` to make one, or pass the path of a saved "
+            "run") from None
+
+
 def reference_ladder(result: dict, steps: Optional[int] = None) -> List[RungTiming]:
     """The ladder of a saved benchmark run (the JSON `make bench` writes, e.g.
     benchmarks/reference_run.json), at its largest N unless `steps` says otherwise."""
