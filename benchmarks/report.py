@@ -127,7 +127,7 @@ def report(result):
     for t in result["targets"]:
         unit = " ms" if t["unit"] == "ms" else "x"
         out.append(f"  [{'met' if t['met'] else 'MISSED'}] {t['target']}: measured "
-                   f"{fmt(t['value'])}{unit}")
+                   f"{fmt(t['value'], 4)}{unit}")
     out += ["", f"benchmark took {meta['duration_s']:.1f} s"]
     return "\n".join(out)
 

@@ -18,8 +18,8 @@ from support import fmt, summary
 # survive a process kill (or promise nothing), FULL for those that survive power loss.
 WRITE_ROWS = {
     "plain": ("plain function call", "-", "sqlite_normal"),
-    "write": ("write() of the checkpoint row", "append-only file, no fsync", "sqlite_normal"),
-    "fsync": ("write() + fdatasync", "append-only file, synced", "sqlite_full"),
+    "write": ("write() of the checkpoint row", "log file, no fsync", "sqlite_normal"),
+    "fsync": ("write() + fdatasync", "log file, synced", "sqlite_full"),
     "sqlite_normal": ("bare sqlite3 INSERT+COMMIT", "WAL, NORMAL", "sqlite_normal"),
     "sqlite_full": ("bare sqlite3 INSERT+COMMIT", "WAL, FULL", "sqlite_full"),
     "dl_memory": ("durable_lite MemoryStore", "none (memory)", "sqlite_normal"),
@@ -41,15 +41,19 @@ class WriteSystems:
         self.ladder = ladder.LadderSystems(folder, label=f"n{n}")
         self.memory = dl.Engine(dl.MemoryStore())
         self.dbos = dbos
+        self.n = n
 
     def keys(self):
         dbos = self.dbos.urls if self.dbos is not None else {}
         return [k for k in WRITE_ROWS if k not in DBOS_ROWS or k in dbos]
 
     def prepare(self, key):
-        """Untimed, before a timed run: put DBOS on the right database."""
+        """Untimed, before a timed run: put DBOS on the right database; make room in the
+        write() rows' log files."""
         if key in DBOS_ROWS:
             self.dbos.use(key)
+        else:
+            self.ladder.prepare(key, self.n)
 
     def run(self, key, n):
         if key in DBOS_ROWS:
