@@ -99,6 +99,12 @@ def test_plot_ladder_draws_a_bar_per_rung_and_the_run_measured_here(plt, tmp_pat
     assert len(dots.get_xdata()) == len(measured)
 
 
+def test_crash_intervals_read_at_a_glance():
+    assert [break_even.every(h) for h in (26_100, 8.05, 0.000362, 0.5, 72, float("inf"))] == \
+        ["every 3 years", "every 8.1 hours", "every 1.3 seconds", "every 30 minutes",
+         "every 3 days", "never"]
+
+
 def test_the_break_even_line_falls_as_runs_grow():
     grid = break_even.steps_grid(2, 1000)
     assert grid[0] == 2 and grid[-1] == 1000 and grid == sorted(set(grid))

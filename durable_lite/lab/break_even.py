@@ -30,6 +30,19 @@ STEP_KINDS = (
 )
 
 
+def every(hours: float) -> str:
+    """A crash interval in words a person reads at a glance: "every 8.1 hours",
+    "every 3 years", "every 1.3 seconds"."""
+    if hours == float("inf"):
+        return "never"
+    for unit, size in (("years", 24 * 365.25), ("days", 24.0), ("hours", 1.0),
+                       ("minutes", 1 / 60), ("seconds", 1 / 3600)):
+        if hours >= 2 * size or unit == "seconds":
+            value = hours / size
+            return f"every {value:,.0f} {unit}" if value >= 10 else f"every {value:.2g} {unit}"
+    raise AssertionError("unreachable")
+
+
 def steps_grid(low: int = 2, high: int = 10_000, per_decade: int = 24):
     """Run lengths from low to high, evenly spaced on a log scale (whole numbers)."""
     import math
