@@ -5,7 +5,7 @@ workflow of N trivial steps (each step returns its argument, so what is timed is
 checkpoint around it, not the step):
 
     plain function call          nothing is kept
-    write()                      one write() of the checkpoint row to an append-only file.
+    write()                      one write() of the checkpoint row into a log file.
                                  Once write() returns the row is in the kernel's page cache:
                                  it survives the process being killed, not a power cut.
                                  The least any checkpoint that survives a kill can cost.
