@@ -154,6 +154,11 @@ def test_model_refuses_what_is_not_in_the_table():
         m.set("refund", "long", "yes")
 
 
+def test_numbers_in_the_arithmetic_table_stay_readable():
+    assert [decision_table._num(v) for v in (0, 2.2e-8, 0.0294, 3378.4, 6.4e7, 1.6e42)] == \
+        ["0", "< 0.000001", "0.0294", "3,378", "64,000,000", "1.60e+42"]
+
+
 def test_tables_of_the_workloads_the_arithmetic_and_the_answers():
     described = decision_table.workloads_table()
     assert list(described.index) == [w.name for w in costs.EXAMPLES]

@@ -136,13 +136,16 @@ def answer_key(workloads: Iterable[costs.Workload] = costs.EXAMPLES):
 
 
 def _num(value: float) -> str:
-    """Three significant digits, in plain notation down to 0.000001; smaller shows as such."""
+    """Three significant digits, in plain notation from 0.000001 to a billion; past a
+    billion in powers of ten (a run that almost never finishes costs absurd amounts)."""
     if value == 0:
         return "0"
     if value == float("inf"):
         return "inf"
     if abs(value) < 1e-6:
         return "< 0.000001"
+    if abs(value) >= 1e9:
+        return f"{value:.2e}"
     digits = max(0, 2 - int(f"{abs(value):e}".split("e")[1]))
     return f"{value:,.{digits}f}"
 
