@@ -232,6 +232,8 @@ AGREE = {
     "approval by deadline": (ex.approved_refund, ("A-17", 40), dict(waits="deadline", use_key=False)),
     "own ledger and a sleep": (wfs.nap, ("A-17",), {}),
     "own ledger, no key": (wfs.sms_refund, ("A-17", 40), {}),
+    "a step in a finally block": (wfs.with_cleanup, ("A-17",), {}),
+    "a step in a finally block, naive": (wfs.with_cleanup, ("A-17",), dict(runner="naive")),
 }
 
 
