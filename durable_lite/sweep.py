@@ -24,8 +24,10 @@ How a case runs
   Every case gets a fresh folder (the first argument) and a fresh store; then come the
   arguments given to `sweep`. Everything lives in one temporary folder, removed at the end.
 - Every attempt is a fresh engine (or naive runner), as a restarted process would be, on a
-  `FakeClock` and `SequentialIds`, so results are deterministic. The crash stays armed until
-  it fires: a crash after a wait fires in the attempt that gets past the wait.
+  `FakeClock` and `SequentialIds`, so results are deterministic. Attempt n numbers its ids
+  `id<n>-0001`, `id<n>-0002`, ...: a restarted process's uuid4() never
+  repeats the crashed one's, and neither may an id minted after a resume. The crash stays
+  armed until it fires: a crash after a wait fires in the attempt that gets past the wait.
 - A run that parks is answered and resumed. `waits="signal"` (the default) sends each wait
   its signal (payload True) the moment the run parks; `waits="deadline"` moves the fake
   clock to the wait's deadline instead, so `wait_for_signal` returns None; a dict
@@ -93,6 +95,14 @@ class Point:
 
     def __str__(self):
         return f"{self.step} / {self.when}"
+
+
+def _ids_of_attempt(attempt: int) -> str:
+    """The prefix of attempt `attempt`'s ids: "id2" gives id2-0001, id2-0002, ... The same in
+    this process and in a child (where only the prefix crosses), so an in-process crash and
+    a real kill mint the same ids; different in every attempt, as two processes' uuid4()
+    are, so an id minted after a resume never equals one minted before the crash."""
+    return f"id{attempt}"
 
 
 def _label(name: str, occurrence: int) -> str:
@@ -468,7 +478,7 @@ class _InProcess:
         plan, case = self.plan, self.case
         crash = None if armed is None else armed.crash_at()
         clock = FakeClock(case.clock.t)      # the attempt's own clock, as a process would have
-        ids, seen = SequentialIds("id"), self.seen
+        ids, seen = SequentialIds(_ids_of_attempt(n)), self.seen
         try:
             if plan.runner == "naive":
                 runner = _WatchedNaive(seen, max_attempts=1, clock=clock, ids=ids, seed=0, crash_at=crash)
@@ -516,7 +526,7 @@ class _RealKill:
         plan, case = self.plan, self.case
         if plan.stopping.is_set():
             raise SweepError(f"sweep of {plan.name!r}, {case.what}: stopped, another case failed")
-        options = {"clock": case.clock.t, "ids": "id", "seed": 0,
+        options = {"clock": case.clock.t, "ids": _ids_of_attempt(n), "seed": 0,
                    "runner": "naive" if plan.runner == "naive" else "engine"}
         try:
             child = run_in_child(case.store_path, plan.module, plan.name, *case.args(),

@@ -71,6 +71,15 @@ def release(folder, order_id):
     return dl.sim.world_at(folder).ledger("releases").record(detail={"order": order_id})
 
 
+@dl.workflow("sweep-uuid-keys")
+def uuid_keys(ctx, folder):
+    """Each text keyed by a recorded uuid: right, as long as no id minted after a resume
+    equals one minted before the crash (a fresh process's uuid4() never does)."""
+    for name in ("first", "second"):
+        ctx.step(name, send_sms, folder, "+1", name, ctx.uuid())
+    return "sent"
+
+
 def slow(seconds):
     time.sleep(seconds)
     return os.getpid()
