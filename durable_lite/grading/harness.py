@@ -8,8 +8,11 @@ Two ways to crash a learner's workflow, and when each fits:
   differently if the process dies anywhere?" — one mechanism for the course and the checks.
 - `EngineRuns` starts a run, crashes it once where you say, and resumes it with a fresh
   engine on the same store. Use it when a case needs something the sweep keeps fixed: a
-  clock that starts at a drawn time, ids that differ per engine, Python's global random
+  clock that starts at a drawn time, ids drawn from a seed, Python's global random
   generator seeded differently before the resume.
+
+In both, as after a real restart, every engine (every process) mints ids of its own: an id
+minted after a resume never repeats one minted before the crash.
 """
 
 import contextlib
@@ -106,16 +109,22 @@ class EngineRuns:
     as a restarted process would — with a fake clock and predictable ids and randomness.
 
     start: the fake clock's first reading (draw one, so a literal time cannot pass).
-    ids:   by default every engine numbers its ids from 1 (`id-0001`), so two runs on two
-           engines get the same first id. Give runs that must differ, as two processes'
-           uuid4() would, an id seed each (`run(..., ids=draw.token())`)."""
+    ids:   each engine stands for a process of its own, and mints ids no other engine of
+           these runs does, as two processes' uuid4() would: the nth numbers them
+           `id<n>-0001`, ... So an id minted after a resume never repeats one minted before
+           the crash. For ids that look like uuid4's and differ from one grading run to the
+           next, give a run an id seed (`run(..., ids=draw.token())`): each engine then
+           draws from that seed and its own number."""
 
     def __init__(self, folder, seed=0, ids_prefix="id", pause=3600.0, start=START):
         self.folder, self.seed, self.ids_prefix, self.pause = folder, seed, ids_prefix, pause
         self.clock = FakeClock(start)
+        self.engines = 0               # how many engines (processes) these runs have had
 
     def engine(self, crash=None, worker="worker-1", ids=None):
-        source = SeededIds(ids) if ids is not None else SequentialIds(self.ids_prefix)
+        self.engines += 1
+        n = self.engines
+        source = SeededIds(f"{ids}/{n}") if ids is not None else SequentialIds(f"{self.ids_prefix}{n}")
         return Engine(SQLiteStore(os.path.join(self.folder, "runs.db")), self.clock,
                       ids=source, seed=self.seed, worker=worker, crash_at=crash)
 
@@ -133,12 +142,18 @@ def step_names(engine, run_id):
     return [row["step"] for row in engine.history(run_id) if row["kind"] == "step"]
 
 
-def sweep_of(wf, *args, what: str, **options):
+def sweep_of(wf, *args, what: str, ends=("completed",), **options):
     """`dl.faults.sweep(wf, *args, **options)` for a check: no progress bar, and a sweep that
-    cannot finish (or a clean run that fails) becomes feedback instead of a traceback.
+    cannot finish (or a clean run that does not end as it should) becomes feedback instead
+    of a traceback.
 
-    Returns the Sweep. Its clean run completed; the rows are the learner's to judge."""
+    ends: the statuses a clean run may end with: ("completed",) by default; a saga's
+          question says ("completed", "compensated").
+
+    Returns the Sweep. Its clean run ended one of `ends`; the rows are the learner's to judge."""
     from ..faults import SweepError, sweep
+    if isinstance(ends, str):
+        ends = (ends,)
     try:
         result = sweep(wf, *args, progress=False, **options)
     except SweepError as exc:
@@ -149,7 +164,10 @@ def sweep_of(wf, *args, what: str, **options):
     except NonDeterminismError as exc:
         raise Fail(f"{what} diverged on replay: {_first_sentence(str(exc))}") from None
     clean = result.clean
-    if clean["status"] != "completed":
-        unfinished(clean["status"], clean["error"], f"{what}, run once without a crash,")
+    status = clean["status"]
+    if status not in ends:
+        if status in ("completed", "compensated"):       # an ending, not the one asked for
+            raise Fail(f"{what}, run once without a crash, ended {status}; it should end "
+                       f"{' or '.join(ends)}")
+        unfinished(status, clean["error"], f"{what}, run once without a crash,")
     return result
-
