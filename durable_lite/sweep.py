@@ -24,10 +24,13 @@ How a case runs
   Every case gets a fresh folder (the first argument) and a fresh store; then come the
   arguments given to `sweep`. Everything lives in one temporary folder, removed at the end.
 - Every attempt is a fresh engine (or naive runner), as a restarted process would be, on a
-  `FakeClock` and `SequentialIds`, so results are deterministic. Attempt n numbers its ids
-  `id<n>-0001`, `id<n>-0002`, ...: a restarted process's uuid4() never
-  repeats the crashed one's, and neither may an id minted after a resume. The crash stays
-  armed until it fires: a crash after a wait fires in the attempt that gets past the wait.
+  `FakeClock` and `SequentialIds`, so results are deterministic. A restarted process's
+  uuid4() never repeats the crashed one's, so neither does an id minted after a resume: a
+  resume numbers its ids on from those the run has recorded (`ctx.uuid()` minted id-0001
+  and id-0002 before the crash: the resume mints id-0003 next, as the uncrashed run did).
+  The naive runner records nothing, so each of its attempts numbers its own (`id2-0001`,
+  ...). The crash stays armed until it fires: a crash after a wait fires in the attempt
+  that gets past the wait.
 - A run that parks is answered and resumed. `waits="signal"` (the default) sends each wait
   its signal (payload True) the moment the run parks; `waits="deadline"` moves the fake
   clock to the wait's deadline instead, so `wait_for_signal` returns None; a dict
@@ -63,7 +66,7 @@ from .faults import AFTER_CHECKPOINT, AFTER_EFFECT, BEFORE_STEP, CrashAt
 from .naive import NaiveRunner
 from .sim import forget_worlds, world_at
 from .store import SQLiteStore
-from .store.records import COMPLETED, SIGNAL, SLEEPING, WAITING, WOKE
+from .store.records import COMPLETED, SIGNAL, SLEEPING, VALUE, WAITING, WOKE
 from .workflow import Workflow, latest
 
 START = 1_767_225_600.0      # the FakeClock's default start: 2026-01-01 00:00 UTC
@@ -95,14 +98,6 @@ class Point:
 
     def __str__(self):
         return f"{self.step} / {self.when}"
-
-
-def _ids_of_attempt(attempt: int) -> str:
-    """The prefix of attempt `attempt`'s ids: "id2" gives id2-0001, id2-0002, ... The same in
-    this process and in a child (where only the prefix crosses), so an in-process crash and
-    a real kill mint the same ids; different in every attempt, as two processes' uuid4()
-    are, so an id minted after a resume never equals one minted before the crash."""
-    return f"id{attempt}"
 
 
 def _label(name: str, occurrence: int) -> str:
@@ -408,6 +403,24 @@ class _Case:
     def args(self):
         return [*self.plan.leading(self.folder), *self.plan.args]
 
+    def ids(self, attempt) -> tuple:
+        """(prefix, first number) of the ids attempt `attempt` mints. Deterministic, so an
+        in-process crash and a real kill mint the same ones, and never one the case has
+        minted before, as a fresh process's uuid4() never is. The engine's ids are minted
+        only by ctx.uuid(), which records each at once: a resume numbers on from what the
+        run has recorded, so an id is the one the uncrashed run minted at that point. The
+        naive runner records nothing: each of its attempts has a prefix of its own."""
+        if self.plan.runner == "naive":
+            return ("id" if attempt == 1 else f"id{attempt}"), 1
+        if attempt == 1 or not os.path.exists(self.store_path):
+            return "id", 1
+        store = SQLiteStore(self.store_path)
+        try:
+            entries = store.load_entries(self.run_id)
+        finally:
+            store.close()
+        return "id", 1 + sum(e.kind == VALUE and e.name == "uuid" for e in entries)
+
     def play(self, driver) -> dict:
         plan = self.plan
         armed = self.point
@@ -478,7 +491,7 @@ class _InProcess:
         plan, case = self.plan, self.case
         crash = None if armed is None else armed.crash_at()
         clock = FakeClock(case.clock.t)      # the attempt's own clock, as a process would have
-        ids, seen = SequentialIds(_ids_of_attempt(n)), self.seen
+        ids, seen = SequentialIds(*case.ids(n)), self.seen
         try:
             if plan.runner == "naive":
                 runner = _WatchedNaive(seen, max_attempts=1, clock=clock, ids=ids, seed=0, crash_at=crash)
@@ -526,7 +539,8 @@ class _RealKill:
         plan, case = self.plan, self.case
         if plan.stopping.is_set():
             raise SweepError(f"sweep of {plan.name!r}, {case.what}: stopped, another case failed")
-        options = {"clock": case.clock.t, "ids": _ids_of_attempt(n), "seed": 0,
+        prefix, start = case.ids(n)
+        options = {"clock": case.clock.t, "ids": prefix, "ids_start": start, "seed": 0,
                    "runner": "naive" if plan.runner == "naive" else "engine"}
         try:
             child = run_in_child(case.store_path, plan.module, plan.name, *case.args(),

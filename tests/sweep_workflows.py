@@ -75,9 +75,11 @@ def release(folder, order_id):
 def uuid_keys(ctx, folder):
     """Each text keyed by a recorded uuid: right, as long as no id minted after a resume
     equals one minted before the crash (a fresh process's uuid4() never does)."""
+    keys = []
     for name in ("first", "second"):
-        ctx.step(name, send_sms, folder, "+1", name, ctx.uuid())
-    return "sent"
+        keys.append(ctx.uuid())
+        ctx.step(name, send_sms, folder, "+1", name, keys[-1])
+    return keys
 
 
 def slow(seconds):

@@ -1,5 +1,6 @@
-"""The machinery every exercise's checks share (grading/harness.py): the sweep as a check
-sees it, and runs crashed once and resumed by a fresh engine."""
+"""The machinery every exercise's checks share: the sweep as a check sees it, runs crashed
+once and resumed by a fresh engine (grading/harness.py), and the world's ledgers read for a
+check (grading/ledgers.py)."""
 
 import pytest
 
@@ -8,6 +9,7 @@ from durable_lite.booking import book_trip
 from durable_lite.faults import AFTER_CHECKPOINT, CrashAt
 from durable_lite.grading.checks import Fail
 from durable_lite.grading.harness import EngineRuns, scratch, sweep_of
+from durable_lite.grading.ledgers import Ledgers
 
 BOOKED = ["TP662-flex", "car-compact"]
 SOLD_OUT = ["TP662-flex", "car-compact", "hotel-canal-house"]     # the hotel: none left
@@ -50,11 +52,32 @@ def two_ids(ctx, folder):
 
 @pytest.mark.parametrize("ids", [None, "seed-1"])
 def test_ids_minted_after_a_resume_differ_from_those_before_the_crash(ids):
-    crash = CrashAt("between", AFTER_CHECKPOINT)
     results = []
-    for _ in range(2):                          # and they are the same for the same runs
+    for crash in (CrashAt("between", AFTER_CHECKPOINT), None):
         with scratch("harness") as folder:
             run = EngineRuns(folder).run(two_ids, folder, run_id="r-1", crash=crash, ids=ids)
         assert run.status == "completed" and run.result[0] != run.result[1], run.result
         results.append(run.result)
-    assert results[0] == results[1]
+    assert results[0] == results[1]        # the ids an uninterrupted run mints, in that order
+
+
+def test_a_fresh_engine_never_mints_an_id_another_run_in_its_store_holds():
+    with scratch("harness") as folder:
+        runs = EngineRuns(folder)
+        first = runs.run(two_ids, folder, run_id="r-1", crash=CrashAt("between", AFTER_CHECKPOINT))
+        second = runs.run(two_ids, folder, run_id="r-2")
+    assert len(set(first.result + second.result)) == 4
+
+
+# Ledgers: what the model provider billed ----------------------------------------------------
+def test_the_bill_of_every_model_call_is_what_the_provider_charged():
+    with scratch("ledgers") as folder:
+        assert Ledgers(folder).model_bills() == [] and Ledgers(folder).model_answers() == []
+        llm = dl.sim.World(folder).llm
+        answers = [llm.complete(prompt) for prompt in ("classify: refund?", "draft a reply", "x")]
+        world = Ledgers(folder)
+        assert world.model_bills() == [
+            {"generation": a["generation"], "prompt": p, "tokens": a["tokens"], "cost": a["cost"]}
+            for a, p in zip(answers, ("classify: refund?", "draft a reply", "x"))]
+        assert world.model_answers() == [a["text"] for a in answers]
+        assert sum(b["cost"] for b in world.model_bills()) == pytest.approx(llm.total_cost())

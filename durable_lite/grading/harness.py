@@ -27,6 +27,7 @@ from ..engine import Engine
 from ..errors import Crash, NonDeterminismError
 from ..sim import forget_worlds
 from ..store import SQLiteStore
+from ..store.records import VALUE
 from .checks import Fail, NotAttempted
 
 START = 1_767_225_600.0          # the FakeClock's default start: 2026-01-01 00:00 UTC
@@ -95,10 +96,13 @@ def _first_sentence(text) -> str:
 
 class SeededIds:
     """Ids shaped like uuid4's, from a seed: as different from another seed's as real
-    uuids are (in every character, not only a prefix), and the same for the same seed."""
+    uuids are (in every character, not only a prefix), and the same for the same seed.
+    `skip`: how many of the seed's ids to pass over first."""
 
-    def __init__(self, seed):
+    def __init__(self, seed, skip: int = 0):
         self.rng = random.Random(str(seed))
+        for _ in range(skip):
+            self()
 
     def __call__(self) -> str:
         return str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
@@ -109,24 +113,24 @@ class EngineRuns:
     as a restarted process would — with a fake clock and predictable ids and randomness.
 
     start: the fake clock's first reading (draw one, so a literal time cannot pass).
-    ids:   each engine stands for a process of its own, and mints ids no other engine of
-           these runs does, as two processes' uuid4() would: the nth numbers them
-           `id<n>-0001`, ... So an id minted after a resume never repeats one minted before
-           the crash. For ids that look like uuid4's and differ from one grading run to the
-           next, give a run an id seed (`run(..., ids=draw.token())`): each engine then
-           draws from that seed and its own number."""
+    ids:   every engine stands for a process, and a process's uuid4() never repeats an id
+           another one minted: an engine numbers its ids on from those the store has
+           recorded (`id-0003` after a run recorded two), so an id minted after a resume
+           is the one an uninterrupted run would have minted there. For ids shaped like
+           uuid4's that differ between grading runs, give a run an id seed
+           (`run(..., ids=draw.token())`): its ids are that seed's, on from the same point."""
 
     def __init__(self, folder, seed=0, ids_prefix="id", pause=3600.0, start=START):
         self.folder, self.seed, self.ids_prefix, self.pause = folder, seed, ids_prefix, pause
         self.clock = FakeClock(start)
-        self.engines = 0               # how many engines (processes) these runs have had
 
     def engine(self, crash=None, worker="worker-1", ids=None):
-        self.engines += 1
-        n = self.engines
-        source = SeededIds(f"{ids}/{n}") if ids is not None else SequentialIds(f"{self.ids_prefix}{n}")
-        return Engine(SQLiteStore(os.path.join(self.folder, "runs.db")), self.clock,
-                      ids=source, seed=self.seed, worker=worker, crash_at=crash)
+        store = SQLiteStore(os.path.join(self.folder, "runs.db"))
+        minted = ids_recorded(store)
+        source = (SeededIds(ids, skip=minted) if ids is not None
+                  else SequentialIds(self.ids_prefix, start=minted + 1))
+        return Engine(store, self.clock, ids=source, seed=self.seed, worker=worker,
+                      crash_at=crash)
 
     def run(self, wf, *args, run_id="run-1", crash=None, ids=None, **kwargs):
         """Returns the final Run. A crash is followed by a pause and one resume."""
@@ -136,6 +140,13 @@ class EngineRuns:
             pass
         self.clock.advance(self.pause)           # the restart takes a while
         return self.engine(worker="worker-2", ids=ids).resume(run_id)
+
+
+def ids_recorded(store) -> int:
+    """How many ids `ctx.uuid()` has recorded in `store`, over all its runs: a fresh engine
+    numbers its own on from there, so it never mints one a run already holds."""
+    return sum(e.kind == VALUE and e.name == "uuid"
+               for record in store.list_runs() for e in store.load_entries(record.run_id))
 
 
 def step_names(engine, run_id):
