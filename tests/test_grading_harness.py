@@ -81,3 +81,32 @@ def test_the_bill_of_every_model_call_is_what_the_provider_charged():
             for a, p in zip(answers, ("classify: refund?", "draft a reply", "x"))]
         assert world.model_answers() == [a["text"] for a in answers]
         assert sum(b["cost"] for b in world.model_bills()) == pytest.approx(llm.total_cost())
+
+
+# what an exercise needs from the machine -----------------------------------------------------
+def test_an_exercise_that_cannot_run_here_is_not_graded_and_its_tests_skip(monkeypatch, tmp_path):
+    import time
+
+    from durable_lite.grading import exercise
+    from durable_lite.grading.checks import Exercise
+    from durable_lite.grading.grader import grade_notebook
+    from grading_support import ROOT, needs_exercise
+
+    assert Exercise("00_x", "x", "none").available() == (True, "")
+    ex14 = exercise("14_port_to_dbos")
+    monkeypatch.setattr("durable_lite.grading.exercises.ex14_port_to_dbos.available",
+                        lambda: (False, "pgserver has no wheel for this Python"))
+    assert ex14.available() == (False, "pgserver has no wheel for this Python")
+
+    began = time.monotonic()
+    score = grade_notebook(ROOT / "solutions" / "14_port_to_dbos.ipynb")
+    assert time.monotonic() - began < 5                # no kernel was started for nothing
+    assert score.note == ("this exercise cannot be graded on this machine: pgserver has no "
+                          "wheel for this Python")
+    assert score.passed == 0 and {q["status"] for q in score.questions} == {"not checked"}
+
+    with pytest.raises(pytest.skip.Exception, match="exercise 14_port_to_dbos cannot be graded "
+                                                    "here: pgserver has no wheel"):
+        needs_exercise("14_port_to_dbos")
+    monkeypatch.undo()
+    needs_exercise("02_memoize")                       # nothing needed: no skip

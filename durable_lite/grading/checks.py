@@ -107,11 +107,22 @@ class Exercise:
     title: str
     lesson: str                          # the lesson notebook it practises
     questions: Dict[str, Question] = field(default_factory=dict)
+    # What the checks need from the machine (a real engine, a Python it supports):
+    # fn() -> (ok, why not). None: nothing beyond the course itself.
+    requires: Optional[Callable[[], tuple]] = None
 
     def question(self, qid: str, title: str, answers) -> Question:
         q = Question(qid, title, tuple(answers))
         self.questions[qid] = q
         return q
+
+    def available(self) -> tuple:
+        """(True, "") if this exercise's checks can run on this machine, else (False, why):
+        the grader then grades nothing and says why, and the tests skip, with that reason."""
+        if self.requires is None:
+            return True, ""
+        ok, why = self.requires()
+        return (True, "") if ok else (False, why or f"exercise {self.id} cannot run here")
 
 
 # results ------------------------------------------------------------------------------------

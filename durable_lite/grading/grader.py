@@ -170,6 +170,12 @@ def grade_notebook(path, timeout: float = DEFAULT_TIMEOUT, seed: Optional[int] =
         score.seconds = time.monotonic() - started
         return score
     ex = exercise(score.exercise)
+    ok, why = ex.available()
+    if not ok:                # no question can be graded here: say why, score none of them
+        score.note = f"this exercise cannot be graded on this machine: {why}"
+        score.questions = _score(score.exercise, {}, score.note, {})
+        score.seconds = time.monotonic() - started
+        return score
     assembled = assemble(grader_copy(score.exercise, course_root), nb, ex)
     score.notes += assembled.notes
     own_guard = guard is None
