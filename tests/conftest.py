@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 SKIPPED = pytest.StashKey[str]()
+ENGINE_LESSON = "it runs DBOS on SQLite and on Postgres"
 
 # A code cell that uses the engines package: `from durable_lite.engines import ...`,
 # `import durable_lite.engines`, or `dl.engines`.
@@ -55,7 +56,7 @@ def pytest_collection_modifyitems(config, items):
     if why is None:
         return
     lessons = sorted(p.name for p, needed in needs.items() if needed)
-    reason = f"{', '.join(lessons)} skipped (it runs DBOS on SQLite and on Postgres): {why}"
+    reason = f"{', '.join(lessons)} skipped ({ENGINE_LESSON}): {why}"
     skip = pytest.mark.skip(reason=reason)
     for item in items:
         if needs.get(Path(str(item.fspath))):
@@ -64,6 +65,12 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_terminal_summary(terminalreporter, config):
-    """Say why once, at the end, even without -rs."""
-    if SKIPPED in config.stash:
-        terminalreporter.write_line(config.stash[SKIPPED], yellow=True)
+    """Say why once, at the end, even without -rs. With several workers (make test) the
+    skipping happens in the workers, so the reason is read off their skipped reports."""
+    reasons = {config.stash[SKIPPED]} if SKIPPED in config.stash else set()
+    for report in terminalreporter.stats.get("skipped", []):
+        longrepr = getattr(report, "longrepr", None)
+        if isinstance(longrepr, tuple) and ENGINE_LESSON in str(longrepr[2]):
+            reasons.add(str(longrepr[2]).removeprefix("Skipped: "))
+    for reason in sorted(reasons):
+        terminalreporter.write_line(reason, yellow=True)
