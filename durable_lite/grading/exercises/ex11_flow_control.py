@@ -173,7 +173,6 @@ class Flood:
     case: Case
     requests: int
     refused: int
-    peak: int                       # most requests the provider received in one second
     over: Optional[dict]            # the first second with more requests than the limit
     statuses: dict                  # run status -> how many
     unanswered: list                # runs the provider never answered
@@ -228,11 +227,11 @@ def flood_facts(queue: Queue, case: Case, keys: dict, folder, label="ex11") -> d
                 answered[request["caller"]] = answered.get(request["caller"], 0) + 1
     finally:
         ledger.close()
-    runs = [f"A-{i:03d}" for i in range(case.a_runs)] + [f"B-{i:03d}" for i in range(case.b_runs)]
+    runs = sorted(outcome.tenants)               # every run the flood enqueued
     over = next(({"second": r["second"], "requests": r["requests"], "refused": r["refused"]}
                  for r in outcome.per_second if r["requests"] > case.limit or r["refused"]), None)
     return {"requests": outcome.provider["requests"], "refused": outcome.provider["refused"],
-            "peak": outcome.provider["peak_requests_per_second"], "over": over,
+            "over": over,
             "statuses": outcome.statuses,
             "unanswered": [run for run in runs if run not in answered],
             "repeated": [run for run in runs if answered.get(run, 0) > 1],
