@@ -1,4 +1,4 @@
-"""The same workload on DBOS Transact, with a SQLite system database (fully offline).
+"""The same workload on DBOS Transact, on a SQLite file or on a real Postgres, offline.
 
 Imported by the benchmark (only when `import dbos` works) and by its DBOS crash children.
 Both import it under the same module name, so both register the same workflow.
@@ -22,10 +22,14 @@ body_times = []
 body_done = threading.Event()
 
 
-def config(path):
+def sqlite_url(path):
+    return "sqlite:///" + os.path.abspath(path)
+
+
+def config(url):
     return {
         "name": "durable-lite-bench",
-        "system_database_url": f"sqlite:///{path}",
+        "system_database_url": url,
         "log_level": "WARNING",
         # Fixed, so the recovering process is sure to claim what the crashed one left.
         "application_version": "bench-1",
@@ -50,8 +54,8 @@ def dbos_bench_steps(n):
     return n
 
 
-def launch(path):
-    DBOS(config=config(path))
+def launch(url):
+    DBOS(config=config(url))
     DBOS.launch()
 
 
@@ -60,9 +64,43 @@ def run(n, workflow_id):
         return dbos_bench_steps(n)
 
 
-def crash_child(path, n, workflow_id):
+def crash_child(url, n, workflow_id):
     """Child process: run n steps under DBOS, then die by SIGKILL before the workflow ends."""
     global CRASH_AFTER_STEPS
     CRASH_AFTER_STEPS = True
-    launch(path)
+    launch(url)
     run(n, workflow_id)
+
+
+class Backends:
+    """DBOS on each system database the benchmark compares ({row key: URL}).
+
+    DBOS keeps one instance per process, so one backend is launched at a time. `use(key)`
+    switches (destroy, launch the other: well under a second) and then runs a short
+    warm-up workflow, so that no timed run pays for a switch or a cold start.
+    """
+
+    def __init__(self, urls):
+        self.urls = dict(urls)
+        self.current = None
+        self.runs = 0
+
+    def use(self, key):
+        if key == self.current:
+            return
+        DBOS.destroy()
+        self.current = None
+        launch(self.urls[key])
+        self.current = key
+        self.run(key, 20)                        # warm-up: connections, caches, code paths
+
+    def run(self, key, n):
+        self.use(key)
+        self.runs += 1
+        result = run(n, f"{key}-{n}-{self.runs}")
+        if result != n:
+            raise RuntimeError(f"DBOS ({key}) returned {result!r} instead of {n}")
+
+    def close(self):
+        DBOS.destroy()
+        self.current = None

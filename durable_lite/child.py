@@ -60,10 +60,10 @@ def run_in_child(store_path, workflow_module: str, workflow_name: str, *args,
     `workflow_module` is imported in the child so the workflow is registered there; the
     remaining keyword arguments go to the workflow. `engine_options` (all optional):
     "clock" (start a FakeClock at these epoch seconds; the report gives its time at the
-    end), "ids" (a SequentialIds prefix), "seed", "worker", and "runner": "engine" (the
-    default) or "naive" (one attempt of the naive runner from the top; `resume` is then
-    ignored). A child still running after `timeout` seconds is killed and TimeoutError
-    raised.
+    end), "ids" (a SequentialIds prefix) and "ids_start" (its first number), "seed",
+    "worker", and "runner": "engine" (the default) or "naive" (one attempt of the naive
+    runner from the top; `resume` is then ignored). A child still running after `timeout`
+    seconds is killed and TimeoutError raised.
     """
     spec = {"store": os.fspath(store_path), "module": workflow_module, "workflow": workflow_name,
             "args": list(args), "kwargs": kwargs, "run_id": run_id, "resume": resume,
@@ -131,7 +131,7 @@ def _child_main(spec_json: str):
     crash = spec["crash_at"]
     crash_at = None if crash is None else CrashAt(**crash, kill=True)
     clock = FakeClock(options["clock"]) if options.get("clock") is not None else None
-    ids = SequentialIds(options["ids"]) if options.get("ids") else None
+    ids = SequentialIds(options["ids"], options.get("ids_start", 1)) if options.get("ids") else None
     wf = latest(spec["workflow"])
     if options.get("runner", "engine") == "naive":
         from .naive import NaiveRunner

@@ -56,11 +56,14 @@ def random_ids():
 
 
 class SequentialIds:
-    """Predictable ids, `prefix-0001`, `prefix-0002`, … for deterministic output."""
+    """Predictable ids, `prefix-0001`, `prefix-0002`, … for deterministic output.
 
-    def __init__(self, prefix: str = "id"):
+    `start`: the first number. A restarted process that must not repeat the ids its run
+    already recorded begins after them (the crash sweep does)."""
+
+    def __init__(self, prefix: str = "id", start: int = 1):
         self.prefix = prefix
-        self._n = itertools.count(1)
+        self._n = itertools.count(start)
 
     def __call__(self) -> str:
         return f"{self.prefix}-{next(self._n):04d}"

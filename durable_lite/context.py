@@ -144,6 +144,13 @@ class StepFailed(Exception):
 # Carrying on would record the next call one position too far. So the error is kept in
 # `ctx.fatal` and every later ctx call raises it again: `except Exception:` in workflow
 # code cannot carry on past one, and the engine ends the execution with it.
+#
+# The same goes for what ends an execution from outside the workflow's say: a simulated
+# crash (`Crash`, standing for a SIGKILL), the run parking (`Park`) or halting (`Halt`), a
+# KeyboardInterrupt. Python unwinds the stack for these, so the workflow's `finally:`
+# blocks run; a killed process runs none. A ctx call in such a block (a "cleanup" step)
+# therefore raises the same exception again and records nothing: an in-process crash
+# leaves exactly the history a real kill would.
 
 
 class Context:
@@ -192,7 +199,7 @@ class Context:
             return self._execute_step(self._spec(step), position, occurrence, fn, args, kwargs)
         except StepFailed:
             raise                       # recorded at its position: the workflow may go on
-        except Exception as exc:
+        except BaseException as exc:    # an error, or a crash, park or halt (see above)
             self.fatal = exc
             raise
 
@@ -339,7 +346,7 @@ class Context:
             now = self._engine.clock()
             self._commit(Entry(position, VALUE, name, occurrence, text, 1, now, now, self._engine.worker))
             return value
-        except Exception as exc:
+        except BaseException as exc:
             self.fatal = exc
             raise
 
@@ -370,7 +377,7 @@ class Context:
         _check_timeout(self.run_id, name, timeout)
         try:
             return self._wait(name, timeout)
-        except Exception as exc:
+        except BaseException as exc:
             self.fatal = exc
             raise
 
@@ -406,7 +413,7 @@ class Context:
         _check_duration(self.run_id, name, seconds)
         try:
             self._sleep(name, seconds)
-        except Exception as exc:
+        except BaseException as exc:
             self.fatal = exc
             raise
 

@@ -23,25 +23,40 @@ class NaiveContext:
     def __init__(self, runner, run_id, attempt):
         self._runner, self.run_id, self.attempt = runner, run_id, attempt
         self._occurrences = {}
+        self._crashed = None        # the simulated crash that ended this attempt, if any
 
     def step(self, step, fn, *args, **kwargs):
+        self._check_alive()
         name = step.name if isinstance(step, Step) else step
         occurrence = self._occurrences[name] = self._occurrences.get(name, 0) + 1
         runner = self._runner
-        runner._fault_point(name, occurrence, BEFORE_STEP)
-        runner.executions.append((self.attempt, name))
-        result = fn(*args, **kwargs)
-        runner._fault_point(name, occurrence, AFTER_EFFECT)
-        runner._fault_point(name, occurrence, AFTER_CHECKPOINT)   # nothing to checkpoint
+        try:
+            runner._fault_point(name, occurrence, BEFORE_STEP)
+            runner.executions.append((self.attempt, name))
+            result = fn(*args, **kwargs)
+            runner._fault_point(name, occurrence, AFTER_EFFECT)
+            runner._fault_point(name, occurrence, AFTER_CHECKPOINT)   # nothing to checkpoint
+        except Crash as crash:
+            self._crashed = crash
+            raise
         return result
 
+    def _check_alive(self):
+        """A killed process runs no `finally:` block; a simulated crash unwinds through the
+        workflow's. So once it has crashed, its steps there crash again (as Context does)."""
+        if self._crashed is not None:
+            raise self._crashed
+
     def now(self):
+        self._check_alive()
         return self._runner.clock()
 
     def uuid(self):
+        self._check_alive()
         return self._runner.ids()
 
     def random(self):
+        self._check_alive()
         return self._runner.rng.random()
 
     def idempotency_key(self, *parts):

@@ -31,9 +31,18 @@ in Development status: the names may change between releases, so pin what you re
     an attempt      "attempt {n}"                 INTERNAL  error.type when it failed
     a wait, sleep   "wait {signal}", "sleep {name}" INTERNAL durable_lite.parked_seconds
 
-Failed and interrupted spans get status ERROR and `error.type`; dollars and durable-
-execution facts go under `durable_lite.*` (the conventions have no cost attribute).
+Failed, interrupted, diverged and dead spans get status ERROR and `error.type`; dollars and
+durable-execution facts go under `durable_lite.*` (the conventions have no cost attribute).
 Prompts and answers are not exported: the conventions make content opt-in.
+
+A run a saga compensated (saga.py) ends OK, with `durable_lite.run.status = compensated`:
+the business operation did not happen, but nothing is broken and nobody needs to act — the
+workflow's own code decided that the refusal ends the run and put the world back. An error
+status would page someone for a sold-out hotel; OpenTelemetry's own advice is to mark an
+operation OK where its author has validated the outcome, so analysis tools do not count it
+as an error. What did break still shows: the step that failed for good is an ERROR span
+under the OK run, and an undo that failed for good fails the run (CompensationFailed), so
+that run and its undo are ERROR spans.
 
 Only `export` needs OpenTelemetry (`pip install 'durable-lite[trace]'`); it is imported
 when called, never by `import durable_lite`.
@@ -86,8 +95,8 @@ def _emit(api, tracer, span, parent, extra) -> int:
     return count
 
 
-_ERRORS = ("failed", "interrupted", "diverged")
-_OK = ("completed", "ok", "signal", "woke")
+_ERRORS = ("failed", "interrupted", "diverged", "dead")
+_OK = ("completed", "ok", "signal", "woke", "compensated")   # compensated: see the docstring
 
 
 def span_name(span) -> str:
@@ -151,13 +160,15 @@ def attributes_for(span) -> dict:
 def _error_text(span) -> str:
     if span.status == "interrupted":
         return f"{span.worker or 'the worker'} left no record after this point"
+    if span.status == "dead" and not span.attributes.get("error"):
+        return "declared dead: its executions kept being interrupted at one position"
     return span.attributes.get("error") or span.status
 
 
 def _error_type(span) -> str:
     """Low-cardinality, as the conventions ask: the exception's class, not its message."""
     if span.status != "failed":
-        return span.status                    # "interrupted", "diverged"
+        return span.status                    # "interrupted", "diverged", "dead"
     error = span.attributes.get("error") or ""
     match = re.match(r"([A-Za-z_][\w.]*)(?::|$)", error)
     return match.group(1) if match else "_OTHER"

@@ -24,8 +24,13 @@ How a case runs
   Every case gets a fresh folder (the first argument) and a fresh store; then come the
   arguments given to `sweep`. Everything lives in one temporary folder, removed at the end.
 - Every attempt is a fresh engine (or naive runner), as a restarted process would be, on a
-  `FakeClock` and `SequentialIds`, so results are deterministic. The crash stays armed until
-  it fires: a crash after a wait fires in the attempt that gets past the wait.
+  `FakeClock` and `SequentialIds`, so results are deterministic. A restarted process's
+  uuid4() never repeats the crashed one's, so neither does an id minted after a resume: a
+  resume numbers its ids on from those the run has recorded (`ctx.uuid()` minted id-0001
+  and id-0002 before the crash: the resume mints id-0003 next, as the uncrashed run did).
+  The naive runner records nothing, so each of its attempts numbers its own (`id2-0001`,
+  ...). The crash stays armed until it fires: a crash after a wait fires in the attempt
+  that gets past the wait.
 - A run that parks is answered and resumed. `waits="signal"` (the default) sends each wait
   its signal (payload True) the moment the run parks; `waits="deadline"` moves the fake
   clock to the wait's deadline instead, so `wait_for_signal` returns None; a dict
@@ -61,7 +66,7 @@ from .faults import AFTER_CHECKPOINT, AFTER_EFFECT, BEFORE_STEP, CrashAt
 from .naive import NaiveRunner
 from .sim import forget_worlds, world_at
 from .store import SQLiteStore
-from .store.records import COMPLETED, SIGNAL, SLEEPING, WAITING, WOKE
+from .store.records import COMPLETED, SIGNAL, SLEEPING, VALUE, WAITING, WOKE
 from .workflow import Workflow, latest
 
 START = 1_767_225_600.0      # the FakeClock's default start: 2026-01-01 00:00 UTC
@@ -398,6 +403,24 @@ class _Case:
     def args(self):
         return [*self.plan.leading(self.folder), *self.plan.args]
 
+    def ids(self, attempt) -> tuple:
+        """(prefix, first number) of the ids attempt `attempt` mints. Deterministic, so an
+        in-process crash and a real kill mint the same ones, and never one the case has
+        minted before, as a fresh process's uuid4() never is. The engine's ids are minted
+        only by ctx.uuid(), which records each at once: a resume numbers on from what the
+        run has recorded, so an id is the one the uncrashed run minted at that point. The
+        naive runner records nothing: each of its attempts has a prefix of its own."""
+        if self.plan.runner == "naive":
+            return ("id" if attempt == 1 else f"id{attempt}"), 1
+        if attempt == 1 or not os.path.exists(self.store_path):
+            return "id", 1
+        store = SQLiteStore(self.store_path)
+        try:
+            entries = store.load_entries(self.run_id)
+        finally:
+            store.close()
+        return "id", 1 + sum(e.kind == VALUE and e.name == "uuid" for e in entries)
+
     def play(self, driver) -> dict:
         plan = self.plan
         armed = self.point
@@ -468,7 +491,7 @@ class _InProcess:
         plan, case = self.plan, self.case
         crash = None if armed is None else armed.crash_at()
         clock = FakeClock(case.clock.t)      # the attempt's own clock, as a process would have
-        ids, seen = SequentialIds("id"), self.seen
+        ids, seen = SequentialIds(*case.ids(n)), self.seen
         try:
             if plan.runner == "naive":
                 runner = _WatchedNaive(seen, max_attempts=1, clock=clock, ids=ids, seed=0, crash_at=crash)
@@ -516,7 +539,8 @@ class _RealKill:
         plan, case = self.plan, self.case
         if plan.stopping.is_set():
             raise SweepError(f"sweep of {plan.name!r}, {case.what}: stopped, another case failed")
-        options = {"clock": case.clock.t, "ids": "id", "seed": 0,
+        prefix, start = case.ids(n)
+        options = {"clock": case.clock.t, "ids": prefix, "ids_start": start, "seed": 0,
                    "runner": "naive" if plan.runner == "naive" else "engine"}
         try:
             child = run_in_child(case.store_path, plan.module, plan.name, *case.args(),

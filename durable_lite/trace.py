@@ -22,9 +22,12 @@ Where each span comes from
 --------------------------
 - The run: created_at, and its ending (or now, if it has not ended).
 - An execution is one worker's go at the run. It begins with a "started", "resumed" or
-  "retrying" event and ends with "completed", "failed", "halted", "waiting", "sleeping"
-  or "diverged" from the same worker. No ending means the worker died (status
-  "interrupted"): its span ends at its last record.
+  "retrying" event and ends with "completed", "compensated", "failed", "halted",
+  "waiting", "sleeping" or "diverged" from the same worker. No ending means the worker
+  died (status "interrupted"): its span ends at its last record. A worker that takes up a
+  poison run and declares it dead instead of running it ("dead") is an execution of no
+  length, status "dead". A queued run's first execution begins when a queue worker starts
+  it: until then ("enqueued") no worker had it.
 - A step belongs to the execution that recorded it: the latest one by the same worker that
   began with at most `position` checkpoints (a "resumed" event says how many there were).
 - Attempts: each failed attempt left an "attempt_failed" event when it ended; the
@@ -70,8 +73,14 @@ RUN, EXECUTION, STEP_SPAN, ATTEMPT, WAIT, SLEEP = "run", "execution", "step", "a
 
 # Events that end an execution, and what the ending means for it.
 _ENDINGS = {"completed": "completed", "failed": "failed", "halted": "halted",
-            "waiting": "parked", "sleeping": "parked", "diverged": "diverged"}
-_ENDINGS["compensated"] = "compensated"     # a saga undid the run's steps (saga.py)
+            "waiting": "parked", "sleeping": "parked", "diverged": "diverged",
+            "compensated": "compensated",   # a saga undid the run's steps (saga.py)
+            "dead": "dead"}                 # taken up, found poison, not run (engine.py)
+# The other events are no worker's go at the run. "signal" (sent by anyone) dates a wait's
+# answer; "invalidated" marks a discarded step; "interrupted" is logged by the worker that
+# takes the run up after one died (whose span already ends at its last record); "enqueued",
+# "pinned", "upgraded", "migrated", "forked" and "forked_to" are about the run's place in a
+# queue, its code or its lineage.
 
 
 @dataclass
@@ -292,6 +301,9 @@ def _executions(events) -> List[_Execution]:
                 begin(e.worker, e.at, "resumed", _count(e.detail))
         elif e.kind == "attempt_failed":
             current_for(e).failures.append(e)
+        elif e.kind == "dead":            # its own go, begun and ended at the take-up
+            x = begin(e.worker, e.at, "taken up")
+            x.end, x.ended = e.at, e.kind
         elif e.kind in _ENDINGS:
             x = current_for(e)
             x.end, x.ended = e.at, e.kind

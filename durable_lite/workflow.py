@@ -3,6 +3,8 @@
 A run records the name and version it started with; resuming it, in this process or a
 fresh one, looks the code up here. Re-running a notebook cell that defines a workflow
 replaces its registration, so editing a lesson never trips over a stale definition.
+`forget(name)` (also `workflow.forget(name)`) drops every version of one name, which is
+what a fresh process knows of it before its code runs.
 """
 
 import functools
@@ -64,6 +66,22 @@ def latest(name: str) -> Workflow:
     if not versions:
         raise WorkflowNotRegistered(f"no workflow named {name!r} is defined in this process")
     return _registry[(name, max(versions))]
+
+
+def forget(name: str) -> list:
+    """Forget every registered version of workflow `name`, as a fresh process would not know
+    it until its code runs again. Returns the versions forgotten (none: an empty list).
+
+    For graders, notebooks and tests that stand for "a new process after a deploy": the code
+    registered after this call is exactly what that process would have. Runs in a store are
+    untouched; resuming one needs its version registered again."""
+    versions = sorted(v for (n, v) in _registry if n == name)
+    for version in versions:
+        del _registry[(name, version)]
+    return versions
+
+
+workflow.forget = forget       # so a notebook can write dl.workflow.forget("refund")
 
 
 def registered():

@@ -54,6 +54,34 @@ def nap(ctx, folder, order_id):
     return "rested"
 
 
+@dl.workflow("sweep-cleanup")
+def with_cleanup(ctx, folder, order_id):
+    """A hold released in a `finally:` block. A SIGKILL runs no finally, so no crashed case
+    may release the hold in the process that crashed: only the one that finishes the run."""
+    try:
+        ctx.step("hold", send_sms, folder, "+1", f"hold {order_id}", ctx.idempotency_key("hold"))
+        ctx.step("charge", send_sms, folder, "+1", f"charge {order_id}", ctx.idempotency_key("charge"))
+    finally:
+        ctx.step("release", release, folder, order_id)
+    return "charged"
+
+
+def release(folder, order_id):
+    """No key: a release that happens twice shows on its ledger."""
+    return dl.sim.world_at(folder).ledger("releases").record(detail={"order": order_id})
+
+
+@dl.workflow("sweep-uuid-keys")
+def uuid_keys(ctx, folder):
+    """Each text keyed by a recorded uuid: right, as long as no id minted after a resume
+    equals one minted before the crash (a fresh process's uuid4() never does)."""
+    keys = []
+    for name in ("first", "second"):
+        keys.append(ctx.uuid())
+        ctx.step(name, send_sms, folder, "+1", name, keys[-1])
+    return keys
+
+
 def slow(seconds):
     time.sleep(seconds)
     return os.getpid()

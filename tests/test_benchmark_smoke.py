@@ -3,6 +3,8 @@
 Only the shape of the report is checked, never a timing: speed depends on the machine.
 DBOS is skipped with --no-dbos, so this needs nothing beyond the test extra. The script
 SIGKILLs real child processes (to measure replay after a crash), hence the crash marker.
+The committed reference run is read (not re-measured): it must hold every rung of the
+ladder, so lesson 13 can plot it.
 """
 
 import json
@@ -16,8 +18,11 @@ pytestmark = pytest.mark.crash
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "benchmarks" / "step_overhead.py"
+REFERENCE = ROOT / "benchmarks" / "reference_run.json"
 
-WRITE_KEYS = {"plain", "sqlite_normal", "sqlite_full", "dl_memory", "dl_process", "dl_power"}
+WRITE_KEYS = {"plain", "write", "fsync", "sqlite_normal", "sqlite_full", "dl_memory",
+              "dl_process", "dl_power"}
+DBOS_KEYS = {"dbos_sqlite", "dbos_postgres"}
 REPLAY_KEYS = {"sqlite_select", "sqlite_select_json", "dl_load", "dl_resume"}
 
 
@@ -30,11 +35,11 @@ def report(tmp_path_factory):
          "--plot", str(out / "plot.png"), "--workdir", str(out / "work")],
         capture_output=True, text=True, timeout=240, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
-    return proc.stdout, json.loads((out / "result.json").read_text()), out
+    return proc.stdout, json.loads((out / "result.json").read_text()), out, proc.stderr
 
 
 def test_json_has_every_system_for_every_n_with_positive_numbers(report):
-    _, result, _ = report
+    _, result, _, _ = report
     writes, replays = result["step_overhead"], result["replay"]
     assert {(r["key"], r["n"]) for r in writes} == {(k, n) for k in WRITE_KEYS for n in (3, 5)}
     assert {(r["key"], r["n"]) for r in replays} == {(k, n) for k in REPLAY_KEYS for n in (3, 5)}
@@ -48,9 +53,10 @@ def test_json_has_every_system_for_every_n_with_positive_numbers(report):
 
 
 def test_dbos_is_reported_as_skipped_and_targets_are_evaluated(report):
-    _, result, _ = report
+    _, result, _, _ = report
     assert not any(r["key"].startswith("dbos") for r in result["step_overhead"] + result["replay"])
     assert "--no-dbos" in result["skipped"]["DBOS"]
+    assert set(result["unavailable"]) == DBOS_KEYS
     names = [t["target"] for t in result["targets"]]
     assert any("bare sqlite3 per step" in n for n in names)
     assert any("replay load" in n for n in names)
@@ -58,15 +64,51 @@ def test_dbos_is_reported_as_skipped_and_targets_are_evaluated(report):
     assert all(isinstance(t["met"], bool) for t in result["targets"])
 
 
-def test_table_is_printed(report):
-    stdout, _, _ = report
-    for text in ("Writing:", "Replay after a real crash", "bare sqlite3 INSERT+COMMIT",
-                 "durable_lite SQLiteStore", "durable_lite load_entries", "import durable_lite",
-                 "Targets", "DBOS: skipped"):
+def test_the_load_average_is_recorded(report):
+    _, result, _, _ = report
+    meta = result["meta"]
+    assert len(meta["load_average"]) == 2 and meta["load_average_max"] >= 0
+
+
+def test_table_is_printed_with_a_row_for_what_did_not_run(report):
+    stdout, _, _, _ = report
+    for text in ("Writing:", "Replay after a real crash", "write() of the checkpoint row",
+                 "write() + fdatasync", "bare sqlite3 INSERT+COMMIT", "durable_lite SQLiteStore",
+                 "durable_lite load_entries", "import durable_lite", "Targets",
+                 "DBOS: skipped", "DBOS Transact, Postgres"):
         assert text in stdout
+    postgres_rows = [line for line in stdout.splitlines() if line.startswith("DBOS Transact, Postgres")]
+    assert len(postgres_rows) == 2 and all(" skipped " in line for line in postgres_rows)
+
+
+def test_progress_is_shown_row_by_row_on_stderr(report):
+    _, _, _, stderr = report
+    lines = stderr.splitlines()
+    assert any("writing, N=3: round 1/1 done" in line for line in lines)
+    measured = [line for line in lines if "us/step" in line]
+    assert len(measured) == 2 * len(WRITE_KEYS)              # every row, for both N
+    assert any("replay, N=5" in line for line in lines)
 
 
 def test_plot_is_saved_when_matplotlib_is_there(report):
-    _, result, out = report
+    _, result, out, _ = report
     pytest.importorskip("matplotlib")
     assert (out / "plot.png").stat().st_size > 0
+
+
+def test_the_reference_run_holds_every_rung_and_says_how_busy_the_machine_was():
+    result = json.loads(REFERENCE.read_text())
+    n = max(result["meta"]["steps"])
+    measured = {r["key"] for r in result["step_overhead"] if r["n"] == n}
+    assert WRITE_KEYS <= measured
+    for key in DBOS_KEYS:                     # measured, or a reason why it could not be
+        assert key in measured or result["unavailable"].get(key)
+    assert len(result["meta"]["load_average"]) == 2 and "load_average_max" in result["meta"]
+
+
+def test_show_prints_the_reference_run_without_measuring(tmp_path):
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--show", str(REFERENCE), "--no-plot"],
+                          capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    assert "Writing:" in proc.stdout and "DBOS Transact, Postgres" in proc.stdout
+    assert proc.stderr == ""

@@ -94,6 +94,78 @@ def test_a_step_that_raises_crash_leaves_the_run_resumable(eng):
     assert calls["before"] == 1 and calls["fragile"] == 2
 
 
+@pytest.mark.parametrize("when", [dl.faults.AFTER_EFFECT, dl.faults.AFTER_CHECKPOINT])
+def test_an_in_process_crash_records_no_step_of_a_finally_block(eng, when):
+    """A SIGKILL runs no `finally:`; Python unwinds the stack for dl.Crash, so the workflow's
+    cleanup does run. Its ctx calls must raise the crash again and record nothing."""
+    calls = Calls()
+    seen = []
+
+    @dl.workflow("edge-crash-cleanup")
+    def wf(ctx):
+        try:
+            ctx.step("hold", calls, "hold")
+            ctx.step("charge", calls, "charge")
+        finally:
+            for call in (lambda: ctx.step("cleanup", calls, "cleanup"), ctx.now, ctx.uuid):
+                try:
+                    call()
+                except BaseException as exc:       # noqa: B036 - what a careless cleanup does
+                    seen.append(type(exc).__name__)
+        return "done"
+
+    crash = dl.faults.CrashAt("charge", when)
+    with pytest.raises(dl.Crash):
+        dl.Engine(eng.store, eng.clock, worker="first", crash_at=crash).start(wf, run_id="cc")
+    assert seen == ["Crash"] * 3 and calls["cleanup"] == 0
+    recorded = ["hold"] + (["charge"] if when == dl.faults.AFTER_CHECKPOINT else [])
+    assert [e.label for e in eng.store.load_entries("cc")] == recorded
+    assert eng.store.get_run("cc").status == "running"
+
+    run = again(eng).resume("cc")                  # the fresh process: its finally is real
+    assert run.status == "completed" and seen == ["Crash"] * 3
+    assert [e.label for e in eng.store.load_entries("cc")] == \
+        ["hold", "charge", "cleanup", "now", "uuid"]
+    assert calls["cleanup"] == 1 and calls["charge"] == (2 if when == dl.faults.AFTER_EFFECT else 1)
+
+
+def test_a_workflow_that_swallows_a_crash_still_stops_there(eng):
+    calls = Calls()
+
+    @dl.workflow("edge-crash-swallowed")
+    def wf(ctx):
+        try:
+            ctx.step("charge", calls, "charge")
+        except BaseException:                       # noqa: B036 - a crash cannot be caught
+            return "carried on"
+        return "done"
+
+    crash = dl.faults.CrashAt("charge", dl.faults.AFTER_CHECKPOINT)
+    with pytest.raises(dl.Crash):
+        dl.Engine(eng.store, eng.clock, crash_at=crash).start(wf, run_id="sw")
+    assert eng.store.get_run("sw").status == "running"
+    assert again(eng).resume("sw").result == "done" and calls["charge"] == 1
+
+
+def test_a_run_that_parks_runs_no_step_of_a_finally_block(eng):
+    calls = Calls()
+
+    @dl.workflow("edge-park-cleanup")
+    def wf(ctx):
+        try:
+            ctx.step("hold", calls, "hold")
+            return ctx.wait_for_signal("approved", timeout=3600)
+        finally:
+            ctx.step("release", calls, "release")
+
+    assert eng.start(wf, run_id="pk").status == "waiting"
+    assert calls["release"] == 0                    # parked: the run is not over
+    assert [e.label for e in eng.store.load_entries("pk")] == ["hold", "approved"]
+    eng.signal("pk", "approved", "yes")
+    run = eng.resume("pk")
+    assert run.status == "completed" and run.result == "yes" and calls["release"] == 1
+
+
 # signals and waits -------------------------------------------------------------------------
 
 @dl.workflow("edge-signal-loop")

@@ -197,6 +197,32 @@ def test_rerunning_the_cell_that_defines_a_workflow_replaces_its_registration(en
     assert registered()["core-cell"] == [1]
 
 
+def test_forgetting_a_workflow_is_what_a_fresh_process_knows_of_it(engine):
+    for version in (1, 2):
+        @dl.workflow("core-forgotten", version=version)
+        def forgotten(ctx):
+            ctx.wait_for_signal("go", timeout=60)
+            return "done"
+
+    parked = engine.start("core-forgotten", run_id="forgotten")      # on version 2
+    assert parked.status == "waiting"
+    assert dl.workflow.forget("core-forgotten") == [1, 2]
+    from durable_lite.workflow import forget, registered
+    assert forget is dl.workflow.forget and "core-forgotten" not in registered()
+    assert forget("core-forgotten") == []                             # nothing left to forget
+    engine.signal("forgotten", "go")
+    with pytest.raises(dl.WorkflowNotRegistered, match="'core-forgotten' version 2"):
+        engine.resume("forgotten")
+    assert engine.recover() == []              # a process without the code leaves the run be
+
+    @dl.workflow("core-forgotten", version=2)  # the new process runs the defining cell
+    def forgotten_again(ctx):
+        ctx.wait_for_signal("go", timeout=60)
+        return "done by the new process"
+
+    assert engine.resume("forgotten").result == "done by the new process"
+
+
 def test_a_step_name_must_be_a_non_empty_string(engine):
     @dl.workflow("core-bad-name")
     def bad(ctx):

@@ -210,6 +210,26 @@ def test_a_workflow_that_waits_is_answered_in_the_lab_and_has_no_naive_mode():
     assert "nobody answers, the deadline passes" in late.log_text()
 
 
+def test_a_run_a_saga_undid_ends_compensated_not_failed():
+    from durable_lite.booking import book_trip
+    lab = CrashLab(book_trip, "trip-7", ["TP662-flex", "car-compact", "hotel-canal-house"],
+                   mode=CHECKPOINTED)                     # the hotel is sold out
+    assert "undo:car: after the effect, before the checkpoint" in [l for l, _ in lab.crash.options]
+    lab.crash.value = "undo:car:after_effect"             # a crash while undoing
+    lab.run_button.click()
+    assert lab.model.status == "crashed"
+    lab.resume_button.click()
+    assert lab.model.status == "compensated"
+    last = lab.model.log[-1]
+    assert (last.kind, last.text) == ("compensated", "compensated: step hotel failed for good; "
+                                      "undone, newest first: undo:hotel, undo:car, undo:flight, "
+                                      "undo:charge")
+    assert "the run ended" not in lab.log.value and "color:#6c3483" in lab.log.value
+    assert lab.status.value.startswith("<b>Compensated: a step failed for good, and the saga undid")
+    assert "as with no crash" in lab.counters.value              # the run is over: compared
+    assert lab.run_button.disabled and lab.resume_button.disabled
+
+
 def test_modes_of_your_own():
     modes = [CrashLabMode("no key", "durable", {"use_key": False, "careless": True}),
              CrashLabMode("key", "durable", {"use_key": True})]

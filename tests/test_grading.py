@@ -27,7 +27,7 @@ from durable_lite.grading import checker, checks, exercise
 from durable_lite.grading.grader import grade_notebook
 from durable_lite.grading.portable import NotPortable, module_source
 
-from grading_support import ROOT, failing_tests, learner, statuses, with_code
+from grading_support import ROOT, failing_tests, learner, needs_exercise, statuses, with_code
 NAMES = sorted(p.stem for p in (ROOT / "solutions").glob("*.ipynb"))
 # Questions whose exercise starts from code to fix, not from stubs: untouched, they are failed.
 STARTS_FROM_CODE = {"04_determinism": {"q1"}, "05_model_step": {"q1"}}
@@ -62,6 +62,7 @@ def test_a_grading_run_is_repeated_exactly_by_its_seed(tmp_path):
 # solutions and untouched exercises ------------------------------------------------------------
 @pytest.mark.parametrize("name", NAMES)
 def test_every_solution_scores_full_marks(name):
+    needs_exercise(name)
     score = grade_notebook(ROOT / "solutions" / f"{name}.ipynb")
     assert score.note is None and score.notes == [] and not score.tampered
     assert score.total == sum(len(q.tests) for q in exercise(name).questions.values())
@@ -72,6 +73,7 @@ def test_every_solution_scores_full_marks(name):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_every_untouched_exercise_scores_zero_with_a_message_per_question(name):
+    needs_exercise(name)
     score = grade_notebook(ROOT / "exercises" / f"{name}.ipynb")
     assert score.note is None and score.notes == [] and not score.tampered, score.report()
     assert score.passed == 0 and score.total > 0, score.report()

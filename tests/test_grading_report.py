@@ -105,3 +105,31 @@ def test_the_command_prints_a_summary_line(tmp_path):
     assert last.startswith("graded 1 notebooks from 1 learners") and "4/4 tests passed" in last
     assert "grading" in out.stderr                          # the progress bar, on stderr
     assert (tmp_path / "out" / "scores.csv").exists()
+
+
+def test_a_class_of_typical_wrong_answers_fails_each_where_it_names_its_mistake(tmp_path):
+    """One plausible wrong answer per exercise (grading_support.WRONG), graded as a class:
+    the question whose answer it replaces fails, and no check breaks on it."""
+    from durable_lite.grading import exercise
+
+    from grading_support import WRONG
+
+    names = sorted(p.stem for p in (ROOT / "solutions").glob("*.ipynb"))
+    assert sorted(WRONG) == names                          # every exercise has one
+    klass, expected = tmp_path / "class", {}
+    for name in names:
+        marker, source = WRONG[name]
+        if not exercise(name).available()[0]:
+            continue                                        # e.g. no DBOS on this Python
+        learner(name, klass / f"wrong-{name[:2]}", start="solutions", cells={marker: source})
+        answer = marker.split()[1].split("(")[0]            # "def refund_card" -> refund_card
+        [question] = [q.id for q in exercise(name).questions.values() if answer in q.answers]
+        expected[(f"wrong-{name[:2]}", question)] = name
+    result = report(klass, tmp_path / "report", jobs=2, seed=7, progress=False)
+
+    rows = rows_of(tmp_path / "report")
+    by = {(r["learner"], r["question"]): r for r in rows}
+    for key, name in expected.items():
+        assert by[key]["status"] == "failed", (name, by[key])
+    assert "check error" not in {r["status"] for r in rows}
+    assert all(not g.score.note and not g.score.tampered for g in result.graded)

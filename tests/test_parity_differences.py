@@ -93,13 +93,17 @@ def test_a_failed_run_continues_on_durable_lite_and_is_forked_on_dbos(tmp_path, 
         assert DBOS.get_workflow_status("r").status == "ERROR"
 
 
-def test_invalidate_rewinds_the_run_fork_makes_a_new_one(tmp_path, sqlite_url):
+def test_both_fork_to_a_new_run_only_durable_lite_rewinds_in_place(tmp_path, sqlite_url):
     dl_world, dl_work = pair(tmp_path, "durable_lite")
     engine = engine_at(dl_work)
     engine.start(ex.refund, dl_world, "A-17", 40, run_id="refund-A-17", key_notices=True)
-    assert engine.invalidate("refund-A-17", "email") == ["email", "close"]
+    forked = engine.fork("refund-A-17", from_step="email", run_id="refund-A-17-fork")
+    assert forked.result["refund_id"] == "R-1" and forked.executed == ["email", "close"]
+    assert engine.get("refund-A-17").status == "completed"               # untouched
+    assert engine.invalidate("refund-A-17", "email") == ["email", "close"]  # and a rewind
     again = engine.resume("refund-A-17")
     assert again.run_id == "refund-A-17" and again.executed == ["email", "close"]
+    assert parity.ledger(dl_world)["refunds paid"] == 1
 
     dbos_world, _ = pair(tmp_path, "dbos")
     with dbos_support.running(sqlite_url):

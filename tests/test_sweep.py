@@ -132,6 +132,22 @@ def test_sleeps_are_crash_points_ended_by_the_fake_clock():
     assert s.problems() == [] and s.clean["result"] == "rested"
 
 
+def test_ids_minted_after_a_resume_never_repeat_those_minted_before_the_crash():
+    s = sweep(wfs.uuid_keys)
+    assert s.problems() == [], s.finding()               # no text lost to a repeated key
+    assert [r["effects"]["sms"] for r in s.rows] == [2] * len(s.rows)
+    # a resume mints the ids the uncrashed run minted at that point: the same result
+    assert s.clean["result"] == ["id-0001", "id-0002"]
+    assert all(r["result"] == s.clean["result"] and r["attempts"] == 2 for r in s.rows)
+
+
+def test_each_naive_attempt_mints_new_ids_so_keys_from_them_do_not_dedupe():
+    s = sweep(wfs.uuid_keys, runner="naive")
+    assert points(s.rows, "sms") == [(r["step"], r["when"]) for r in s.rows][1:]   # all but
+    # the crash before anything was sent: a redelivered job texts again under a new key
+    assert s.rows[-1]["result"] == ["id2-0001", "id2-0002"]
+
+
 def test_crash_points_alone_is_the_sweeps_discovery():
     clean, found = crash_points(ex.approved_refund, "A-17", 40)
     assert clean["effects"] == {"refunds": 1, "emails": 1}
@@ -232,6 +248,9 @@ AGREE = {
     "approval by deadline": (ex.approved_refund, ("A-17", 40), dict(waits="deadline", use_key=False)),
     "own ledger and a sleep": (wfs.nap, ("A-17",), {}),
     "own ledger, no key": (wfs.sms_refund, ("A-17", 40), {}),
+    "keys from ctx.uuid()": (wfs.uuid_keys, (), {}),
+    "a step in a finally block": (wfs.with_cleanup, ("A-17",), {}),
+    "a step in a finally block, naive": (wfs.with_cleanup, ("A-17",), dict(runner="naive")),
 }
 
 

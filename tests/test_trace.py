@@ -287,6 +287,76 @@ def test_a_worker_that_resumes_its_own_run_before_any_checkpoint_shows_two_execu
     assert second.start == first.end + 5
 
 
+@dl.workflow("trace-poison")
+def poison_wf(ctx):
+    ctx.step("ok", lambda: 1)
+    ctx.step("boom", _exit)
+
+
+def _exit():
+    raise SystemExit("the step takes its worker down")
+
+
+def test_a_run_declared_dead_ends_in_an_execution_of_its_own(store, clock):
+    """Each go at the run dies in its step; the third worker takes it up, finds it poison
+    and declares it dead without running it: that take-up is the run's last execution."""
+    with pytest.raises(SystemExit):
+        engine_for(store, clock, "worker-a", max_interruptions=2).start(poison_wf, run_id="p1")
+    clock.advance(60)
+    with pytest.raises(SystemExit):
+        engine_for(store, clock, "worker-b", max_interruptions=2).resume("p1")
+    clock.advance(60)
+    assert engine_for(store, clock, "worker-c", max_interruptions=2).resume("p1").status == "dead"
+    tree = build_trace(store, "p1")
+    assert tree.status == "dead"
+    executions = tree.find(kind=EXECUTION)
+    assert [(x.worker, x.attributes["began"], x.status) for x in executions] == [
+        ("worker-a", "started", "interrupted"), ("worker-b", "resumed", "interrupted"),
+        ("worker-c", "taken up", "dead")]
+    dead = executions[-1]
+    assert (dead.start, dead.duration, dead.children) == (tree.start + 120, 0, [])
+    assert [s.name for s in executions[0].children] == ["ok", "boom"]
+
+
+def test_a_queued_run_begins_when_a_worker_starts_it(store, clock):
+    queue = dl.Queue("trace-q")
+    engine_for(store, clock, "front-desk").enqueue(queue, three_wf, run_id="q1")
+    clock.advance(300)                                # waiting in the queue: nobody's go
+    [run] = engine_for(store, clock, "worker-a").work(queue, rounds=1)
+    assert run.status == "completed"
+    tree = build_trace(store, "q1")
+    execution = one(tree.children)
+    assert (execution.worker, execution.attributes["began"]) == ("worker-a", "started")
+    assert execution.start == tree.start + 300 and [s.name for s in execution.children] == ["a", "b", "c"]
+
+
+def test_pinning_and_upgrades_are_no_workers_go_at_the_run(store, clock):
+    @dl.workflow("trace-versions", version=1)
+    def v1(ctx):
+        ctx.step("draft", lambda: "draft")
+        return ctx.wait_for_signal("approval", timeout=DAY)
+
+    engine_for(store, clock, "worker-a").start(v1, run_id="v1")
+
+    @dl.workflow("trace-versions", version=2)
+    def v2(ctx):
+        ctx.step("draft", lambda: "draft")
+        return ctx.wait_for_signal("approval", timeout=DAY)
+
+    clock.advance(10)
+    assert engine_for(store, clock, "worker-b").start(v2, run_id="v1").note   # pinned to v1
+    dl.migration("trace-versions", from_version=1, to_version=2)(lambda state: state)
+    clock.advance(10)
+    engine_for(store, clock, "ops").upgrade("v1")                             # now on v2
+    engine_for(store, clock, "ops").signal("v1", "approval", "yes")
+    assert engine_for(store, clock, "worker-c").resume("v1").result == "yes"
+    kinds = {e.kind for e in store.events("v1")}
+    assert {"pinned", "upgraded", "signal"} <= kinds
+    tree = build_trace(store, "v1")
+    assert [(x.worker, x.status) for x in tree.find(kind=EXECUTION)] == [
+        ("worker-a", "parked"), ("worker-b", "parked"), ("worker-c", "completed")]
+
+
 def test_a_store_without_an_event_log_still_gives_a_tree(clock):
     store = dl.MemoryStore()
     engine_for(store, clock).start(three_wf, run_id="e1")

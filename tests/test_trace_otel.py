@@ -147,6 +147,56 @@ def test_an_open_run_exports_its_open_spans_to_now():
     assert wait.status.status_code == StatusCode.UNSET
 
 
+def saga_spans(tmp_path, offers):
+    from durable_lite.booking import book_trip
+    engine = dl.Engine(dl.MemoryStore(), dl.FakeClock(), worker="w")
+    engine.start(book_trip, str(tmp_path / "world"), "trip-1", offers, run_id="t1")
+    spans = exported(engine.trace("t1"))
+    return {s.name: s for s in spans}, spans
+
+
+def test_a_compensated_run_is_ok_and_the_step_that_failed_for_good_an_error(tmp_path):
+    """Compensated: the trip was not booked, but the saga put the world back as its author
+    meant it to: nothing for anyone to fix, so no error status on the run."""
+    by_name, spans = saga_spans(tmp_path, ["TP662-flex", "car-compact", "hotel-canal-house"])
+    run = by_name["invoke_workflow book-trip"]
+    assert run.status.status_code == StatusCode.OK
+    assert run.attributes["durable_lite.run.status"] == "compensated"
+    assert "error.type" not in run.attributes
+    assert by_name["execution 1"].status.status_code == StatusCode.OK
+    hotel = by_name["execute_tool hotel"]
+    assert hotel.status.status_code == StatusCode.ERROR and hotel.attributes["error.type"] == "Refused"
+    undos = [s for s in spans if s.name.startswith("execute_tool undo:")]
+    assert len(undos) == 4 and {s.status.status_code for s in undos} == {StatusCode.OK}
+
+
+def test_an_undo_that_failed_for_good_is_an_error(tmp_path):
+    by_name, _ = saga_spans(tmp_path, ["TP662-saver", "hotel-canal-house"])   # saver: no refunds
+    run = by_name["invoke_workflow book-trip"]
+    assert run.status.status_code == StatusCode.ERROR
+    assert run.attributes["error.type"] == "CompensationFailed"
+    assert by_name["execute_tool undo:flight"].status.status_code == StatusCode.ERROR
+
+
+def test_a_dead_run_is_an_error():
+    clock = dl.FakeClock()
+    store = dl.MemoryStore()
+
+    @dl.workflow("otel-poison")
+    def poison(ctx):
+        ctx.step("boom", sys.exit, "the step takes its worker down")
+
+    with pytest.raises(SystemExit):
+        dl.Engine(store, clock, worker="a", max_interruptions=1).start(poison, run_id="p")
+    assert dl.Engine(store, clock, worker="b", max_interruptions=1).resume("p").status == "dead"
+    by_name = {s.name: s for s in exported(dl.Engine(store, clock).trace("p"))}
+    for name in ("invoke_workflow otel-poison", "execution 2"):
+        assert by_name[name].status.status_code == StatusCode.ERROR
+        assert by_name[name].attributes["error.type"] == "dead"
+    assert by_name["execution 2"].status.description.startswith("declared dead")
+    assert by_name["invoke_workflow otel-poison"].status.description.startswith("dead: its executions")
+
+
 def test_without_opentelemetry_the_export_says_which_extra_to_install(tree, monkeypatch):
     for name in ("opentelemetry", "opentelemetry.trace"):
         monkeypatch.setitem(sys.modules, name, None)            # as if not installed

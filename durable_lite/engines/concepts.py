@@ -45,10 +45,12 @@ MAP = {
         "sleep": Cell("ctx.sleep(seconds)", _DL),
         "wait for a signal": Cell("ctx.wait_for_signal(name, timeout) / engine.signal()", _DL),
         "idempotency": Cell("run_id; ctx.idempotency_key(*parts)", _DL),
-        "versioning": Cell("@dl.workflow(name, version=N)", _DL),
+        "versioning": Cell("@dl.workflow(name, version=N); ctx.patched(name); "
+                           "engine.upgrade with @dl.migration", _DL),
         "queues / flow control": Cell("dl.Queue(concurrency, per_key, rate); engine.enqueue, "
                                       "engine.work", _DL),
-        "fork": Cell("engine.invalidate(run_id, step) (same run)", _DL),
+        "fork": Cell("engine.fork(run_id, from_step=...) (new run); engine.invalidate "
+                     "(same run)", _DL),
     },
     "DBOS": {
         "step": Cell("@DBOS.step()", _DBOS),

@@ -44,12 +44,14 @@ DIFFERENCES = [
         "error and runs nothing. fork_workflow(id, start_step) continues it under a new id.",
         "test_parity_differences.py::test_a_failed_run_continues_on_durable_lite_and_is_forked_on_dbos"),
     Difference(
-        "fork", "Re-running from a step",
-        "engine.invalidate(run_id, step) rewinds the same run; what it discards stays in the "
-        "run's event log.",
-        "DBOS.fork_workflow(id, start_step) copies the checkpoints before that step into a new "
-        "workflow with a new id; the original is left as it was.",
-        "test_parity_differences.py::test_invalidate_rewinds_the_run_fork_makes_a_new_one"),
+        "rewind", "Re-running from a step in the same run",
+        "Both fork: engine.fork(run_id, from_step=...) and DBOS.fork_workflow(id, start_step) "
+        "copy the checkpoints before the step into a new run with a new id. durable_lite can "
+        "also rewind the run itself: engine.invalidate(run_id, step) forgets that step and "
+        "what follows, keeping what it discards in the run's event log.",
+        "No rewind in place: a finished workflow keeps its recorded outcome, and re-running a "
+        "step always means a fork under a new id.",
+        "test_parity_differences.py::test_both_fork_to_a_new_run_only_durable_lite_rewinds_in_place"),
     Difference(
         "recovery-owner", "Who finishes a dead worker's run",
         "Leases: any worker's engine.recover() takes over a run whose lease has expired.",
@@ -87,7 +89,9 @@ DIFFERENCES = [
     Difference(
         "versioning", "Changed code and runs in flight",
         "@dl.workflow(name, version=N): each run is pinned to the version it started with, "
-        "and any worker that has that version registered can resume it.",
+        "and any worker that has that version registered can resume it; ctx.patched(name) "
+        "gates a change inside one version, and engine.upgrade moves a run to a newer one "
+        "through a registered @dl.migration.",
         "One application_version per process (by default a hash of the workflow code; pinned "
         "in this course). Only an executor on the same version recovers a PENDING workflow; "
         "DBOS.patch() gates a change inside a workflow.",

@@ -35,12 +35,14 @@ import traceback
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Dict, List, Optional
 
+from ..errors import NonDeterminismError
 from .cases import Draw, derive_seed, fresh_seed
 
 TEST_TIME_LIMIT = 60.0            # seconds per test, so one infinite loop costs one test
 PLAIN_TEXT = False                # set by the grader: nobody watches, plain text it is
 
 PASSED, FAILED, NOT_ATTEMPTED = "passed", "failed", "not attempted"
+CHECK_ERROR = "check error"       # the test itself broke: a bug in the grader, not the answer
 
 
 class Fail(Exception):
@@ -105,18 +107,29 @@ class Exercise:
     title: str
     lesson: str                          # the lesson notebook it practises
     questions: Dict[str, Question] = field(default_factory=dict)
+    # What the checks need from the machine (a real engine, a Python it supports):
+    # fn() -> (ok, why not). None: nothing beyond the course itself.
+    requires: Optional[Callable[[], tuple]] = None
 
     def question(self, qid: str, title: str, answers) -> Question:
         q = Question(qid, title, tuple(answers))
         self.questions[qid] = q
         return q
 
+    def available(self) -> tuple:
+        """(True, "") if this exercise's checks can run on this machine, else (False, why):
+        the grader then grades nothing and says why, and the tests skip, with that reason."""
+        if self.requires is None:
+            return True, ""
+        ok, why = self.requires()
+        return (True, "") if ok else (False, why or f"exercise {self.id} cannot run here")
+
 
 # results ------------------------------------------------------------------------------------
 @dataclass
 class TestResult:
     name: str
-    status: str                          # passed | failed | not attempted
+    status: str                          # passed | failed | not attempted | check error
     message: str = ""
     hint: str = ""
 
@@ -141,6 +154,8 @@ class QuestionResult:
     def status(self) -> str:
         if self.tests and all(t.status == NOT_ATTEMPTED for t in self.tests):
             return NOT_ATTEMPTED
+        if any(t.status == CHECK_ERROR for t in self.tests):
+            return CHECK_ERROR           # the score is not to be trusted until it is fixed
         return PASSED if self.passed == self.total else FAILED
 
     def to_json(self) -> dict:
@@ -151,9 +166,16 @@ class QuestionResult:
     @property
     def repeat_line(self) -> str:
         """How to see a failed run's cases again (shown only when something failed)."""
-        if self.status != FAILED or self.seed is None:
+        if self.status not in (FAILED, CHECK_ERROR) or self.seed is None:
             return ""
         return f"(these cases: seed={self.seed}; add seed={self.seed} to the check to see them again)"
+
+    @property
+    def verdict(self) -> str:
+        """"3/4 — some tests failed", after the question's title."""
+        mark = {PASSED: "all tests passed ✓", FAILED: "some tests failed",
+                CHECK_ERROR: CHECK_BROKE}[self.status]
+        return f"{self.passed}/{self.total} — {mark}"
 
     def report(self) -> str:
         head = f"{self.question} · {self.title}: "
@@ -164,13 +186,12 @@ class QuestionResult:
             if first.hint:
                 lines.append(f"  hint: {first.hint}")
             return "\n".join(lines)
-        mark = "all tests passed ✓" if self.status == PASSED else "some tests failed"
-        lines = [head + f"{self.passed}/{self.total} — {mark}"]
+        lines = [head + self.verdict]
         for t in self.tests:
             if t.status == PASSED:
                 lines.append(f"  ✓ {t.name}")
             else:
-                lines.append(f"  ✗ {t.name}")
+                lines.append(f"  {_MARKS.get(t.status, '✗')} {t.name}")
                 if t.message:
                     lines.extend("      " + line for line in t.message.splitlines())
                 if t.hint:
@@ -190,13 +211,13 @@ class QuestionResult:
             body = _html_line(e(first.message), 1) + (
                 _html_line(f"<i>hint:</i> {e(first.hint)}", 1, _HINT) if first.hint else "")
         else:
-            mark = "all tests passed ✓" if self.status == PASSED else "some tests failed"
-            verdict = f"{self.passed}/{self.total} — {mark}"
+            verdict = self.verdict
             body = ""
             for t in self.tests:
                 ok = t.status == PASSED
-                body += _html_line(f"{'✓' if ok else '✗'} {e(t.name)}", 1,
-                                   _COLOURS[PASSED if ok else FAILED])
+                mark = "✓" if ok else _MARKS.get(t.status, "✗")
+                body += _html_line(f"{mark} {e(t.name)}", 1,
+                                   _COLOURS[t.status if t.status in _COLOURS else FAILED])
                 if not ok and t.message:
                     body += _html_line(e(t.message), 3)
                 if not ok and t.hint:
@@ -209,7 +230,9 @@ class QuestionResult:
                 f"{head}{body}</div>")
 
 
-_COLOURS = {PASSED: "#1e7b34", FAILED: "#c0392b", NOT_ATTEMPTED: "#8a6d00"}
+_COLOURS = {PASSED: "#1e7b34", FAILED: "#c0392b", NOT_ATTEMPTED: "#8a6d00", CHECK_ERROR: "#6c3483"}
+_MARKS = {CHECK_ERROR: "!"}
+CHECK_BROKE = "the check itself broke: not your answer's fault"
 _HINT = "#1f5f8b"
 # pre-wrap keeps the report's line breaks and indents, and wraps long lines at the cell's
 # width instead of making the learner scroll sideways.
@@ -263,12 +286,54 @@ def _run_test(test: Test, answers, draw: Draw, limit: float) -> TestResult:
     except KeyboardInterrupt:
         return TestResult(test.name, FAILED, "interrupted before it finished",
                           "run the check again; if it hangs, look for a loop that never ends")
-    except BaseException as exc:  # the learner's code raised: report it, keep going
-        return TestResult(test.name, FAILED, sanitize("your code raised " + describe(exc)),
-                          sanitize(test.hint))
+    except BaseException as exc:  # noqa: BLE001 - report it, keep going
+        if raised_by_learner(exc):
+            return TestResult(test.name, FAILED, sanitize("your code raised " + describe(exc)),
+                              sanitize(test.hint))
+        return TestResult(test.name, CHECK_ERROR, sanitize(_check_broke(exc)), _TELL_INSTRUCTOR)
     finally:
         random.setstate(state)
     return TestResult(test.name, PASSED)
+
+
+_TELL_INSTRUCTOR = ("this is a bug in the grader, not a problem with your answer: please tell "
+                    "your instructor, with this message and the seed below. The other tests "
+                    "still count")
+
+
+def raised_by_learner(exc: BaseException) -> bool:
+    """Did the learner's code raise `exc`, or did the check itself break?
+
+    Python's traceback is the mark of who was running: an exception that came out of the
+    learner's code (or of anything it called) has one of the learner's frames on it — a
+    notebook cell, a module of theirs — and so does one the library raised while running
+    their workflow. One raised by the check's own code, or by the library on the check's
+    behalf, has frames of durable_lite, the standard library and installed packages only:
+    that is a bug in the grader. Explicit causes (`raise ... from exc`) are followed, so a
+    library error that wraps one of the learner's is theirs too. And a divergence is always
+    the workflow's: the engine finds it after the workflow returned, with no frame of
+    theirs left on the stack."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, NonDeterminismError):
+            return True
+        if any(not _is_library(frame.filename) for frame in traceback.extract_tb(exc.__traceback__)):
+            return True
+        exc = exc.__cause__
+    return False
+
+
+def _check_broke(exc: BaseException) -> str:
+    """What the instructor needs: the error, and where in the grader it was raised."""
+    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if os.path.abspath(f.filename).startswith(_PACKAGE)]
+    where = ""
+    if frames:
+        last = frames[-1]
+        where = f" (in {os.path.relpath(last.filename, os.path.dirname(_PACKAGE))}, line {last.lineno})"
+    return f"the check itself failed{where}: {text}"
 
 
 _STUB_ADVICE = ("Replace the `raise NotImplementedError(...)` line (or the None) with your code, "
@@ -291,9 +356,14 @@ _LIBRARIES = tuple({sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "
 
 def _is_library(filename: str) -> bool:
     """Frames from durable_lite, the standard library or installed packages are not the
-    learner's: the line worth quoting is the deepest one in their own code."""
+    learner's: the line worth quoting is the deepest one in their own code. Nor is code
+    Python makes itself ("<frozen importlib._bootstrap>", "<string>" for a dataclass's
+    generated methods); a notebook cell's code ("<ipython-input-...>", or a file in the
+    kernel's temporary folder) is."""
+    if filename.startswith("<frozen ") or filename == "<string>":
+        return True
     path = os.path.abspath(filename)
-    return path.startswith(_PACKAGE) or path.startswith(_LIBRARIES)
+    return path.startswith(_PACKAGE + os.sep) or path.startswith(_LIBRARIES)
 
 
 def sanitize(text: str) -> str:

@@ -37,6 +37,7 @@ from typing import List, Optional
 
 from . import EXERCISES, exercise
 from .cases import derive_seed, fresh_seed
+from .checks import CHECK_ERROR
 
 NOT_CHECKED, TAMPERED = "not checked", "tampered"
 DEFAULT_TIMEOUT = 180.0          # seconds for a whole notebook
@@ -169,6 +170,12 @@ def grade_notebook(path, timeout: float = DEFAULT_TIMEOUT, seed: Optional[int] =
         score.seconds = time.monotonic() - started
         return score
     ex = exercise(score.exercise)
+    ok, why = ex.available()
+    if not ok:                # no question can be graded here: say why, score none of them
+        score.note = f"this exercise cannot be graded on this machine: {why}"
+        score.questions = _score(score.exercise, {}, score.note, {})
+        score.seconds = time.monotonic() - started
+        return score
     assembled = assemble(grader_copy(score.exercise, course_root), nb, ex)
     score.notes += assembled.notes
     own_guard = guard is None
@@ -335,10 +342,15 @@ def _score(exercise_id: str, results: dict, note: Optional[str], flags: dict) ->
         tests = payload.get("tests", [])
         passed = sum(t.get("status") == "passed" for t in tests)
         failing = [t.get("name") for t in tests if t.get("status") != "passed"]
+        broken = [t for t in tests if t.get("status") == CHECK_ERROR]
         status = payload.get("status", "failed")
+        note = None
+        if broken:        # the grader's own bug: say so, and where, for whoever fixes it
+            note = f"the check itself failed on {broken[0].get('name')!r}: {broken[0].get('message')}"
+        elif failing and status != "not attempted":
+            note = f"first failure: {failing[0]}"
         questions.append({**base, "status": status, "passed": min(passed, total),
-                          "note": f"first failure: {failing[0]}" if failing and status != "not attempted"
-                          else None, "tests": tests})
+                          "note": note, "tests": tests})
     return questions
 
 

@@ -8,8 +8,11 @@ Two ways to crash a learner's workflow, and when each fits:
   differently if the process dies anywhere?" — one mechanism for the course and the checks.
 - `EngineRuns` starts a run, crashes it once where you say, and resumes it with a fresh
   engine on the same store. Use it when a case needs something the sweep keeps fixed: a
-  clock that starts at a drawn time, ids that differ per engine, Python's global random
+  clock that starts at a drawn time, ids drawn from a seed, Python's global random
   generator seeded differently before the resume.
+
+In both, as after a real restart, every engine (every process) mints ids of its own: an id
+minted after a resume never repeats one minted before the crash.
 """
 
 import contextlib
@@ -24,6 +27,7 @@ from ..engine import Engine
 from ..errors import Crash, NonDeterminismError
 from ..sim import forget_worlds
 from ..store import SQLiteStore
+from ..store.records import VALUE
 from .checks import Fail, NotAttempted
 
 START = 1_767_225_600.0          # the FakeClock's default start: 2026-01-01 00:00 UTC
@@ -92,10 +96,13 @@ def _first_sentence(text) -> str:
 
 class SeededIds:
     """Ids shaped like uuid4's, from a seed: as different from another seed's as real
-    uuids are (in every character, not only a prefix), and the same for the same seed."""
+    uuids are (in every character, not only a prefix), and the same for the same seed.
+    `skip`: how many of the seed's ids to pass over first."""
 
-    def __init__(self, seed):
+    def __init__(self, seed, skip: int = 0):
         self.rng = random.Random(str(seed))
+        for _ in range(skip):
+            self()
 
     def __call__(self) -> str:
         return str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
@@ -106,18 +113,24 @@ class EngineRuns:
     as a restarted process would — with a fake clock and predictable ids and randomness.
 
     start: the fake clock's first reading (draw one, so a literal time cannot pass).
-    ids:   by default every engine numbers its ids from 1 (`id-0001`), so two runs on two
-           engines get the same first id. Give runs that must differ, as two processes'
-           uuid4() would, an id seed each (`run(..., ids=draw.token())`)."""
+    ids:   every engine stands for a process, and a process's uuid4() never repeats an id
+           another one minted: an engine numbers its ids on from those the store has
+           recorded (`id-0003` after a run recorded two), so an id minted after a resume
+           is the one an uninterrupted run would have minted there. For ids shaped like
+           uuid4's that differ between grading runs, give a run an id seed
+           (`run(..., ids=draw.token())`): its ids are that seed's, on from the same point."""
 
     def __init__(self, folder, seed=0, ids_prefix="id", pause=3600.0, start=START):
         self.folder, self.seed, self.ids_prefix, self.pause = folder, seed, ids_prefix, pause
         self.clock = FakeClock(start)
 
     def engine(self, crash=None, worker="worker-1", ids=None):
-        source = SeededIds(ids) if ids is not None else SequentialIds(self.ids_prefix)
-        return Engine(SQLiteStore(os.path.join(self.folder, "runs.db")), self.clock,
-                      ids=source, seed=self.seed, worker=worker, crash_at=crash)
+        store = SQLiteStore(os.path.join(self.folder, "runs.db"))
+        minted = ids_recorded(store)
+        source = (SeededIds(ids, skip=minted) if ids is not None
+                  else SequentialIds(self.ids_prefix, start=minted + 1))
+        return Engine(store, self.clock, ids=source, seed=self.seed, worker=worker,
+                      crash_at=crash)
 
     def run(self, wf, *args, run_id="run-1", crash=None, ids=None, **kwargs):
         """Returns the final Run. A crash is followed by a pause and one resume."""
@@ -129,16 +142,29 @@ class EngineRuns:
         return self.engine(worker="worker-2", ids=ids).resume(run_id)
 
 
+def ids_recorded(store) -> int:
+    """How many ids `ctx.uuid()` has recorded in `store`, over all its runs: a fresh engine
+    numbers its own on from there, so it never mints one a run already holds."""
+    return sum(e.kind == VALUE and e.name == "uuid"
+               for record in store.list_runs() for e in store.load_entries(record.run_id))
+
+
 def step_names(engine, run_id):
     return [row["step"] for row in engine.history(run_id) if row["kind"] == "step"]
 
 
-def sweep_of(wf, *args, what: str, **options):
+def sweep_of(wf, *args, what: str, ends=("completed",), **options):
     """`dl.faults.sweep(wf, *args, **options)` for a check: no progress bar, and a sweep that
-    cannot finish (or a clean run that fails) becomes feedback instead of a traceback.
+    cannot finish (or a clean run that does not end as it should) becomes feedback instead
+    of a traceback.
 
-    Returns the Sweep. Its clean run completed; the rows are the learner's to judge."""
+    ends: the statuses a clean run may end with: ("completed",) by default; a saga's
+          question says ("completed", "compensated").
+
+    Returns the Sweep. Its clean run ended one of `ends`; the rows are the learner's to judge."""
     from ..faults import SweepError, sweep
+    if isinstance(ends, str):
+        ends = (ends,)
     try:
         result = sweep(wf, *args, progress=False, **options)
     except SweepError as exc:
@@ -149,7 +175,10 @@ def sweep_of(wf, *args, what: str, **options):
     except NonDeterminismError as exc:
         raise Fail(f"{what} diverged on replay: {_first_sentence(str(exc))}") from None
     clean = result.clean
-    if clean["status"] != "completed":
-        unfinished(clean["status"], clean["error"], f"{what}, run once without a crash,")
+    status = clean["status"]
+    if status not in ends:
+        if status in ("completed", "compensated"):       # an ending, not the one asked for
+            raise Fail(f"{what}, run once without a crash, ended {status}; it should end "
+                       f"{' or '.join(ends)}")
+        unfinished(status, clean["error"], f"{what}, run once without a crash,")
     return result
-

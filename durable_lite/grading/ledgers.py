@@ -12,7 +12,8 @@ happened. So a check compares the two:
 Each `expect...` raises `Fail` with a message naming the ledger, what it holds and what was
 expected, so a test reads as a list of facts about the world.
 
-`model_answers()` gives back the text of every answer the fake model generated, in order,
+`model_bills()` gives the provider's bill for every model call (generation, prompt, tokens,
+dollars), and `model_answers()` the text of every answer the fake model generated, in order,
 recomputed from its ledger (prompt and generation number): a check can tell whether the text
 a run published is the one the model wrote when the run asked, or a later one.
 """
@@ -91,13 +92,20 @@ class Ledgers:
             raise Fail(f"the model was called {calls} time{'s' if calls != 1 else ''}; "
                        f"expected {n}" + (f" ({why})" if why else ""), hint)
 
-    def model_answers(self) -> list:
-        """The text of every answer the fake model generated here, oldest first."""
+    def model_bills(self) -> list:
+        """The bill of every model call the provider recorded here, oldest first:
+        [{"generation", "prompt", "tokens", "cost"}] (cost in dollars). What the provider
+        charged, whatever a run says it spent."""
         if not self.world._used("llm"):
             return []
-        prompts = [p for p, in self.world.llm._db.execute(
-            "SELECT prompt FROM calls ORDER BY generation")]
-        return replay_model(prompts, seed=self.world.llm.seed)
+        rows = self.world.llm._db.execute(
+            "SELECT generation, prompt, tokens, cost FROM calls ORDER BY generation")
+        return [{"generation": g, "prompt": p, "tokens": t, "cost": c} for g, p, t, c in rows]
+
+    def model_answers(self) -> list:
+        """The text of every answer the fake model generated here, oldest first."""
+        prompts = [bill["prompt"] for bill in self.model_bills()]
+        return replay_model(prompts, seed=self.world.llm.seed) if prompts else []
 
 
 def replay_model(prompts, seed: int = 0) -> list:

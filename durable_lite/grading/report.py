@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import List, Optional
 
 from .cases import fresh_seed
+from .checks import CHECK_ERROR
 from .grader import DEFAULT_TIMEOUT, NotebookScore, check_guard, grade_notebook, mark_tampered
 
 COLUMNS = ["learner", "notebook", "exercise", "question", "title", "score", "total", "status",
@@ -257,13 +258,18 @@ def summary_markdown(r: ClassReport) -> str:
         for q in s.questions:
             for reason in q.get("flags", []):
                 look.append(f"- look at {g.learner}, {g.path.name}, {q['question']}: the answer {reason}")
+            if q["status"] == CHECK_ERROR:
+                look.append(f"- **the grader broke** on {g.learner}, {g.path.name}, "
+                            f"{q['question']}: {q.get('note') or 'a check failed'} (a bug in the "
+                            "grader, not the learner's answer)")
         for note in s.notes:
             look.append(f"- {g.learner}, {g.path.name}: {note}")
         if g.regraded:
             look.append(f"- graded again, alone: {g.learner}, {g.path.name} (shared files changed "
                         "while it ran beside others)")
     lines += ["", "## Notebooks to look at", ""] + (look or ["Nothing: no notebook was tampered "
-                                                            "with, stopped early, or flagged."])
+                                                            "with, stopped early, or flagged, "
+                                                            "and no check broke."])
     if r.warnings:
         lines += ["", "## Warnings", ""] + [f"- {w}" for w in r.warnings]
     lines += ["", f"Every case came from seed {r.seed}: `python -m durable_lite.grading report "

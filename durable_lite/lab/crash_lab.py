@@ -40,7 +40,7 @@ from ..faults import AFTER_CHECKPOINT, AFTER_EFFECT, BEFORE_STEP, CrashAt
 from ..naive import NaiveRunner
 from ..sim import World, forget_worlds
 from ..store import SQLiteStore
-from ..store.records import COMPLETED, SLEEPING, STEP, WAITING
+from ..store.records import COMPENSATED, COMPLETED, SLEEPING, STEP, WAITING
 
 NAIVE = "naive"
 CHECKPOINTED = "checkpointed"
@@ -75,6 +75,7 @@ CRASH_CHOICES: Tuple[Optional[Tuple[str, str]], ...] = (
     None, *[(step, when) for step in REFUND_STEPS for when in (AFTER_EFFECT, AFTER_CHECKPOINT)])
 
 RUN_ID = "refund-A-17"
+FINISHED = ("completed", "compensated", "failed")       # the lab's statuses once a run ended
 _DEFAULT = object()        # "the workflow's usual crash": ("email", AFTER_CHECKPOINT) for the refund
 _MAX_PARKS = 20            # waits answered within one attempt before the lab gives up
 
@@ -109,7 +110,8 @@ def crash_from_key(key: str):
 @dataclass(frozen=True)
 class LogLine:
     attempt: int
-    kind: str        # "attempt", "executed", "replayed", "waiting", "crash", "note", "completed", "failed"
+    kind: str        # "attempt", "executed", "replayed", "waiting", "crash", "note",
+                     # "completed", "compensated", "failed"
     text: str
     step: Optional[str] = None
 
@@ -122,8 +124,9 @@ LEDGER_LABELS = {"refunds": "refunds paid", "emails": "emails sent", "tickets_cl
 class CrashLabModel:
     """One run of one workflow, one world, one store; Run, crash, Resume, count.
 
-    status: "ready" (nothing ran yet), "crashed" (waiting for Resume), "completed", or
-    "failed" (the run ended in an error; see the log).
+    status: "ready" (nothing ran yet), "crashed" (waiting for Resume), "completed",
+    "compensated" (a step failed for good and a saga undid what the run had done: an ending
+    of its own, not an error), or "failed" (the run ended in an error; see the log).
     """
 
     def __init__(self, mode: Optional[str] = None, crash=_DEFAULT, *, workflow=None, args=None,
@@ -251,6 +254,9 @@ class CrashLabModel:
         if status == COMPLETED:
             self._say("completed", f"completed: {_result_text(self.result)}")
             self.status = "completed"
+        elif status == COMPENSATED:
+            self._say("compensated", f"compensated: {_undone_text(self.result)}")
+            self.status = "compensated"
         else:
             self._say("failed", f"the run ended {status}: {error}")
             self.status = "failed"
@@ -389,6 +395,16 @@ def repeat_note(answer) -> Optional[str]:
     return "the other side recognised the key: nothing was done a second time"
 
 
+def _undone_text(result) -> str:
+    """What a saga's result says: which step failed for good, and what was undone."""
+    if not isinstance(result, dict):
+        return _result_text(result)
+    failed = result.get("failed_step")
+    why = f"step {failed} failed for good" if failed else str(result.get("error") or "given up")
+    undos = result.get("undos") or []
+    return why + (f"; undone, newest first: {', '.join(undos)}" if undos else "; nothing to undo")
+
+
 def _result_text(result) -> str:
     if isinstance(result, dict) and {"refund_id", "order"} <= set(result):
         return f"refund {result['refund_id']} for {result['order']}"
@@ -427,6 +443,7 @@ _KIND_STYLE = {"attempt": "font-weight:bold; margin-top:4px",
                "crash": "color:#c0392b; font-weight:bold; padding-left:1.5em",
                "note": "color:#777; font-style:italic; padding-left:1.5em",
                "completed": "color:#1f4e99; padding-left:1.5em",
+               "compensated": "color:#6c3483; padding-left:1.5em",
                "failed": "color:#c0392b; padding-left:1.5em"}
 
 # The panel's own CSS: the selected mode filled dark blue, disabled buttons faded and
@@ -450,7 +467,7 @@ def _counters_html(model) -> str:
         f"<div style='font-size:1.8em; font-weight:bold; color:{'#c0392b' if base is not None and n > base else '#222'}'>{n}</div>"
         f"<div style='font-size:0.85em'>{label}</div></div>"
         for label, n, base in cells)
-    return f"<div>{boxes}</div>{_bars_html(ledgers, model.status in ('completed', 'failed'))}"
+    return f"<div>{boxes}</div>{_bars_html(ledgers, model.status in FINISHED)}"
 
 
 def _bars_html(ledgers, finished) -> str:
@@ -497,6 +514,8 @@ def _status_html(model) -> str:
     hint = {"ready": "Ready. Press Run.",
             "crashed": "Crashed. Press Resume to try again.",
             "completed": "Completed. Change a setting or press Reset to start over.",
+            "compensated": "Compensated: a step failed for good, and the saga undid what the "
+                           "run had done. Change a setting or press Reset to start over.",
             "failed": "The run failed (see the log). Press Reset to start over."}[model.status]
     return f"<b>{hint}</b>"
 

@@ -244,8 +244,7 @@ class Ticket:
 
     def billed(self) -> dict:
         """{generation: dollars}: every model call the provider billed."""
-        llm = Ledgers(self.folder).world.llm
-        return dict(llm._db.execute("SELECT generation, cost FROM calls"))
+        return {bill["generation"]: bill["cost"] for bill in Ledgers(self.folder).model_bills()}
 
     def recorded_generations(self) -> dict:
         """{model step label: generation} for the model calls the store recorded."""

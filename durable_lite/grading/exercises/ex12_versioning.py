@@ -41,7 +41,7 @@ from ...faults import AFTER_CHECKPOINT, AFTER_EFFECT, BEFORE_STEP, CrashAt
 from ...sim import world_at
 from ...store import SQLiteStore
 from ...store.records import COMPLETED, PATCH, RUNNING, STEP, WAITING
-from ...workflow import _registry, latest, registered, workflow
+from ...workflow import forget, latest, registered, workflow
 from ..checks import Exercise, Fail, NotAttempted
 from ..child import run_fresh, write_module
 from ..harness import START, SeededIds, crash_label, diverged, needs_callable, scratch, sweep_of
@@ -153,8 +153,7 @@ def _forget(name):
 
     A deploy replaces the process, so the code that runs after it is exactly what
     `deploy(name)` registers. `name` is one this check made up: no other code uses it."""
-    for key in [k for k in _registry if k[0] == name]:
-        del _registry[key]
+    forget(name)
 
 
 # one deploy day, in a private folder -------------------------------------------------------

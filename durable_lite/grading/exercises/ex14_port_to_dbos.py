@@ -56,7 +56,8 @@ except ImportError:
     dbos_worker = None
 
 EXERCISE = Exercise("14_port_to_dbos", "Port a workflow to DBOS",
-                    lesson="notebooks/14_graduating_to_a_real_engine.ipynb")
+                    lesson="notebooks/14_graduating_to_a_real_engine.ipynb",
+                    requires=lambda: available())
 
 ORIGINAL = subscriptions.__name__
 CANCEL, PAUSE = "ex14-cancel-subscription", "ex14-pause-subscription"   # registered names

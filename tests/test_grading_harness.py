@@ -1,0 +1,112 @@
+"""The machinery every exercise's checks share: the sweep as a check sees it, runs crashed
+once and resumed by a fresh engine (grading/harness.py), and the world's ledgers read for a
+check (grading/ledgers.py)."""
+
+import pytest
+
+import durable_lite as dl
+from durable_lite.booking import book_trip
+from durable_lite.faults import AFTER_CHECKPOINT, CrashAt
+from durable_lite.grading.checks import Fail
+from durable_lite.grading.harness import EngineRuns, scratch, sweep_of
+from durable_lite.grading.ledgers import Ledgers
+
+BOOKED = ["TP662-flex", "car-compact"]
+SOLD_OUT = ["TP662-flex", "car-compact", "hotel-canal-house"]     # the hotel: none left
+
+
+# sweep_of: the endings a question expects ----------------------------------------------------
+def test_a_sweep_whose_clean_run_compensates_fails_unless_the_check_expects_it():
+    with pytest.raises(Fail, match=r"the agent, run once without a crash, ended compensated; "
+                                   r"it should end completed"):
+        sweep_of(book_trip, "trip-1", SOLD_OUT, what="the agent")
+    s = sweep_of(book_trip, "trip-1", SOLD_OUT, what="the agent", ends=("completed", "compensated"))
+    assert s.clean["status"] == "compensated" and s.problems() == []
+    assert sweep_of(book_trip, "trip-2", BOOKED, what="the agent",
+                    ends=("completed", "compensated")).clean["status"] == "completed"
+
+
+def test_a_sweep_that_must_compensate_fails_a_clean_run_that_completes():
+    with pytest.raises(Fail, match="ended completed; it should end compensated"):
+        sweep_of(book_trip, "trip-3", BOOKED, what="the agent", ends="compensated")
+
+
+@dl.workflow("test-harness-broken")
+def broken(ctx, folder):
+    ctx.step("boom", lambda: 1 / 0)
+
+
+def test_a_clean_run_that_fails_is_still_unfinished_whatever_the_endings():
+    with pytest.raises(Fail, match=r"the agent, run once without a crash, ended failed: "
+                                   r"StepFailed: .*ZeroDivisionError"):
+        sweep_of(broken, what="the agent", ends=("completed", "compensated"))
+
+
+# EngineRuns: each engine a process of its own ---------------------------------------------
+@dl.workflow("test-harness-ids")
+def two_ids(ctx, folder):
+    first = ctx.uuid()
+    ctx.step("between", lambda: "recorded")
+    return [first, ctx.uuid()]
+
+
+@pytest.mark.parametrize("ids", [None, "seed-1"])
+def test_ids_minted_after_a_resume_differ_from_those_before_the_crash(ids):
+    results = []
+    for crash in (CrashAt("between", AFTER_CHECKPOINT), None):
+        with scratch("harness") as folder:
+            run = EngineRuns(folder).run(two_ids, folder, run_id="r-1", crash=crash, ids=ids)
+        assert run.status == "completed" and run.result[0] != run.result[1], run.result
+        results.append(run.result)
+    assert results[0] == results[1]        # the ids an uninterrupted run mints, in that order
+
+
+def test_a_fresh_engine_never_mints_an_id_another_run_in_its_store_holds():
+    with scratch("harness") as folder:
+        runs = EngineRuns(folder)
+        first = runs.run(two_ids, folder, run_id="r-1", crash=CrashAt("between", AFTER_CHECKPOINT))
+        second = runs.run(two_ids, folder, run_id="r-2")
+    assert len(set(first.result + second.result)) == 4
+
+
+# Ledgers: what the model provider billed ----------------------------------------------------
+def test_the_bill_of_every_model_call_is_what_the_provider_charged():
+    with scratch("ledgers") as folder:
+        assert Ledgers(folder).model_bills() == [] and Ledgers(folder).model_answers() == []
+        llm = dl.sim.World(folder).llm
+        answers = [llm.complete(prompt) for prompt in ("classify: refund?", "draft a reply", "x")]
+        world = Ledgers(folder)
+        assert world.model_bills() == [
+            {"generation": a["generation"], "prompt": p, "tokens": a["tokens"], "cost": a["cost"]}
+            for a, p in zip(answers, ("classify: refund?", "draft a reply", "x"))]
+        assert world.model_answers() == [a["text"] for a in answers]
+        assert sum(b["cost"] for b in world.model_bills()) == pytest.approx(llm.total_cost())
+
+
+# what an exercise needs from the machine -----------------------------------------------------
+def test_an_exercise_that_cannot_run_here_is_not_graded_and_its_tests_skip(monkeypatch, tmp_path):
+    import time
+
+    from durable_lite.grading import exercise
+    from durable_lite.grading.checks import Exercise
+    from durable_lite.grading.grader import grade_notebook
+    from grading_support import ROOT, needs_exercise
+
+    assert Exercise("00_x", "x", "none").available() == (True, "")
+    ex14 = exercise("14_port_to_dbos")
+    monkeypatch.setattr("durable_lite.grading.exercises.ex14_port_to_dbos.available",
+                        lambda: (False, "pgserver has no wheel for this Python"))
+    assert ex14.available() == (False, "pgserver has no wheel for this Python")
+
+    began = time.monotonic()
+    score = grade_notebook(ROOT / "solutions" / "14_port_to_dbos.ipynb")
+    assert time.monotonic() - began < 5                # no kernel was started for nothing
+    assert score.note == ("this exercise cannot be graded on this machine: pgserver has no "
+                          "wheel for this Python")
+    assert score.passed == 0 and {q["status"] for q in score.questions} == {"not checked"}
+
+    with pytest.raises(pytest.skip.Exception, match="exercise 14_port_to_dbos cannot be graded "
+                                                    "here: pgserver has no wheel"):
+        needs_exercise("14_port_to_dbos")
+    monkeypatch.undo()
+    needs_exercise("02_memoize")                       # nothing needed: no skip

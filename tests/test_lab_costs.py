@@ -1,0 +1,222 @@
+"""Lesson 13's teaching aids: the ladder measured here and read from the reference run, the
+break-even map, and the decision table (its model, and the widget driven like a learner
+drives it). No timing is asserted: only that every rung was timed and shown."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from durable_lite import costs
+from durable_lite.lab import break_even, decision_table, ladder
+
+ROOT = Path(__file__).resolve().parents[1]
+REFERENCE = json.loads((ROOT / "benchmarks" / "reference_run.json").read_text())
+
+
+# the ladder --------------------------------------------------------------------------------
+def test_measure_ladder_times_every_local_rung(tmp_path):
+    timings = ladder.measure_ladder(tmp_path, steps=5, rounds=2)
+    assert [t.key for t in timings] == list(ladder.LOCAL)
+    for t in timings:
+        assert t.steps == 5 and len(t.per_step_us) == 2 and t.median_us > 0
+        assert t.best_us == min(t.per_step_us)
+    # each write() rung wrote one line per step, from the start of its log file over the
+    # last run's (the rest of the file is the room set aside beforehand)
+    for name in ("ladder-write.log", "ladder-fsync.log"):
+        data = (tmp_path / name).read_bytes()
+        assert len(data) == 5 * ladder.ROW_ROOM
+        rows = [json.loads(line) for line in data.split(b"\n")[:5]]
+        assert [r[1] for r in rows] == list(range(5))
+        assert rows[0][2:5] == ["step", ladder.STEP_NAME, 1]
+
+
+def test_the_bare_rows_are_the_rows_durable_lite_stores(tmp_path):
+    db = ladder.open_bare(str(tmp_path / "bare.db"))
+    ladder.bare_steps(db, "r", 3, "w")
+    rows = db.execute(ladder.SELECT_ROWS, ("r",)).fetchall()
+    assert [(r[0], r[2], json.loads(r[4])) for r in rows] == [(i, "noop", i) for i in range(3)]
+
+
+def test_the_reference_run_is_found_beside_the_package_or_explained(tmp_path):
+    assert ladder.load_reference_run() == REFERENCE
+    with pytest.raises(FileNotFoundError, match="make bench"):
+        ladder.load_reference_run(tmp_path / "nowhere.json")
+
+
+def test_the_reference_ladder_has_every_rung_in_order():
+    timings = ladder.reference_ladder(REFERENCE)
+    keys = [t.key for t in timings]
+    assert set(ladder.LOCAL) <= set(keys)
+    assert keys == [r.key for r in ladder.RUNGS if r.key in keys]
+    assert {t.steps for t in timings} == {max(REFERENCE["meta"]["steps"])}
+    x = ladder.ratios(timings)
+    assert x["sqlite_normal"] == x["sqlite_full"] == 1.0
+
+
+def test_ladder_table_puts_both_runs_side_by_side(tmp_path):
+    measured = ladder.measure_ladder(tmp_path, steps=3, rounds=1, keys=("plain", "write"))
+    table = ladder.ladder_table(ladder.reference_ladder(REFERENCE), measured)
+    assert list(table.index[:3]) == ["plain function call", "write() of the row",
+                                     "write() + fdatasync"]
+    this_run = [c for c in table.columns if "this run" in c]
+    assert len(this_run) == 2
+    assert table.loc["write() + fdatasync", this_run[0]] == "–"     # not measured here
+    assert table.loc["write() of the row", "survives"] == ladder.KILL
+
+
+def test_share_table_sets_each_rung_against_a_step():
+    reference = ladder.reference_ladder(REFERENCE)
+    table = ladder.share_table(reference, {"of 1 s": 1.0, "of 1 ms": 0.001})
+    assert list(table.columns) == ["per step", "of 1 s", "of 1 ms"]
+    write = next(t for t in reference if t.key == "write")
+    assert table.loc["write() of the row", "of 1 ms"] == \
+        f"{ladder._short(write.median_us / 1000 * 100)}%"
+
+
+def test_short_numbers_keep_three_digits():
+    assert [ladder._short(v) for v in (0.05123, 1.934, 23.14, 1716.2)] == \
+        ["0.0512", "1.93", "23.1", "1,716"]
+
+
+# the plots ---------------------------------------------------------------------------------
+@pytest.fixture
+def plt():
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    yield plt
+    plt.close("all")
+
+
+def test_plot_ladder_draws_a_bar_per_rung_and_the_run_measured_here(plt, tmp_path):
+    reference = ladder.reference_ladder(REFERENCE)
+    measured = ladder.measure_ladder(tmp_path, steps=3, rounds=1)
+    ax = ladder.plot_ladder(reference, measured)
+    assert len(ax.patches) == len(reference)
+    assert len(ax.get_yticklabels()) == len(reference)
+    (dots,) = ax.lines
+    assert len(dots.get_xdata()) == len(measured)
+
+
+def test_crash_intervals_read_at_a_glance():
+    assert [break_even.every(h) for h in (26_100, 8.05, 0.000362, 0.5, 72, float("inf"))] == \
+        ["every 3 years", "every 8.1 hours", "every 1.3 seconds", "every 30 minutes",
+         "every 3 days", "never"]
+
+
+def test_the_break_even_line_falls_as_runs_grow():
+    grid = break_even.steps_grid(2, 1000)
+    assert grid[0] == 2 and grid[-1] == 1000 and grid == sorted(set(grid))
+    for kind in break_even.STEP_KINDS:
+        line = break_even.break_even_line(kind, 23e-6, grid)
+        assert all(a > b for a, b in zip(line, line[1:]))
+
+
+def test_plot_break_even_draws_one_line_per_kind_and_checkpoint(plt):
+    ax = break_even.plot_break_even({"a": 23e-6, "b": 2e-3}, mark_rate=0.1)
+    assert len(ax.get_lines()) == 2 * len(break_even.STEP_KINDS) + 1      # + the marked rate
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert any("model call" in label and "checkpoint a" in label for label in labels)
+
+
+# the decision table: model ------------------------------------------------------------------
+KEY = {w.name: costs.reasons(w) for w in costs.EXAMPLES}
+
+
+def test_model_starts_empty_and_counts_answers():
+    m = decision_table.DecisionTableModel()
+    assert m.answered == 0 and m.cells == 15 and m.right is None
+    m.set("refund", "irreversible", True)
+    assert m.answered == 1 and m.verdict("refund") is None       # a row needs all three
+    m.set("refund", "long", False).set("refund", "waits", False)
+    assert m.verdict("refund") == costs.DURABLE
+    assert "3 of 15 cells answered" in m.summary()
+
+
+def test_model_check_marks_each_cell_and_goes_stale_when_an_answer_changes():
+    m = decision_table.DecisionTableModel().fill(KEY)
+    assert m.check() == [] and m.right == 15 and m.summary() == "all 15 cells right"
+    m.set("thumbnail batch", "long", True)
+    assert m.is_right("thumbnail batch", "long") is None          # changed since the check
+    (miss,) = m.check()
+    assert miss.workload == "thumbnail batch" and m.right == 14
+    assert m.is_right("thumbnail batch", "long") is False and m.is_right("refund", "long")
+
+
+def test_model_refuses_what_is_not_in_the_table():
+    m = decision_table.DecisionTableModel()
+    with pytest.raises(KeyError, match="no workload"):
+        m.set("payroll", "long", True)
+    with pytest.raises(KeyError, match="reason"):
+        m.set("refund", "cheap", True)
+    with pytest.raises(ValueError):
+        m.set("refund", "long", "yes")
+
+
+def test_numbers_in_the_arithmetic_table_stay_readable():
+    assert [decision_table._num(v) for v in (0, 2.2e-8, 0.0294, 3378.4, 6.4e7, 1.6e42)] == \
+        ["0", "< 0.000001", "0.0294", "3,378", "64,000,000", "1.60e+42"]
+
+
+def test_tables_of_the_workloads_the_arithmetic_and_the_answers():
+    described = decision_table.workloads_table()
+    assert list(described.index) == [w.name for w in costs.EXAMPLES]
+    assert described.loc["thumbnail batch", "steps"] == 1000
+    # the learner reads effects and waits in the description: no column gives them away
+    assert list(described.columns) == ["steps", "work per run (s)", "model $ per run",
+                                       "what it does"]
+    numbers = decision_table.arithmetic_table(runs=1000)
+    assert numbers.columns.name == "per 1,000 runs"
+    assert numbers.loc["refund", "duplicate effects"] != "0"
+    assert numbers.loc["ticket summary", "duplicate effects"] == "0"
+    key = decision_table.answer_key()
+    assert key.loc["access request", "waits?"] == "yes"
+    assert key.loc["ticket summary", "verdict"] == costs.RETRY
+
+
+# the decision table: widget, driven ------------------------------------------------------
+@pytest.fixture
+def table():
+    pytest.importorskip("ipywidgets")
+    return decision_table.DecisionTable()
+
+
+def test_widget_toggles_set_the_model_and_the_row_verdict(table):
+    for reason in costs.REASONS:
+        table.toggles["ticket summary", reason].value = False
+    assert table.model.answers["ticket summary"] == {r: False for r in costs.REASONS}
+    assert table.verdicts["ticket summary"].value == costs.RETRY
+    assert "…" in table.verdicts["refund"].value
+    assert "3 of 15 cells answered" in table.status.value
+
+
+def test_widget_check_colours_cells_and_says_why(table):
+    for (workload, reason), toggle in table.toggles.items():
+        toggle.value = KEY[workload][reason]
+    table.toggles["nightly research report", "long"].value = False        # one mistake
+    table.check_button.click()
+    assert table.toggles["nightly research report", "long"].button_style == "danger"
+    assert table.toggles["refund", "irreversible"].button_style == "success"
+    assert "✗" in table.marks["nightly research report", "long"].value
+    assert "✓" in table.marks["refund", "irreversible"].value
+    assert "14 of 15 cells right" in table.status.value
+    assert "nightly research report" in table.why.value and "500.5 s" in table.why.value
+    table.toggles["nightly research report", "long"].value = True
+    assert table.toggles["refund", "irreversible"].button_style == ""     # stale: uncoloured
+    assert table.marks["refund", "irreversible"].value == ""
+    table.check_button.click()
+    assert table.status.value == "all 15 cells right" and table.why.value == ""
+
+
+def test_widget_shows_a_callback_error_instead_of_losing_it(table, monkeypatch):
+    def broken():
+        raise RuntimeError("the check broke")
+    monkeypatch.setattr(table.model, "check", broken)
+    table.check_button.click()
+    assert "the check broke" in table.status.value
+
+
+def test_widget_repr_is_short_and_stable(table):
+    assert repr(table) == "DecisionTable(5 workloads, 0 of 15 cells answered; press Check when done)"
+    assert table._repr_mimebundle_()["text/plain"] == repr(table)
