@@ -151,6 +151,9 @@ def cancel_booking(folder, reference, idempotency_key):
     """The execution span that completed the run, or None."""
     return tree.find(kind="execution")[-1]              # the last one, finished or not
 '''),
+    "11_flow_control": ("def make_queue", '''def make_queue(limit):
+    return dl.Queue("llm", rate=(20, 1.0))              # the lesson's provider, not this one
+'''),
     "12_versioning": ("def can_retire", '''def can_retire(engine, name):
     """May the old branch of the gate GATE in workflow `name` be deleted now?"""
     return not engine.runs("waiting")                   # a status, not what the history holds
