@@ -142,7 +142,8 @@ def test_the_drawn_cases_are_what_each_test_says(seed):
     draw = Draw(seed)
     for w, q, h in ex13.rare_cases(draw):              # the rule holds; n for n - 1 does not
         n = ex13.reference_break_even(w, q, h)
-        assert n * q <= 0.01 and n == ex13.rule_of_thumb(w, q, h) != ex13.rule_of_thumb(w, q, h, False)
+        assert n * q <= 0.01 and n == ex13.rule_of_thumb(w, q, h)
+        assert n != ex13.rule_of_thumb(w, q, h, minus_one=False)
     for w, q, h in ex13.frequent_cases(draw):          # the rule asks for more steps
         assert ex13.reference_break_even(w, q, h) < ex13.rule_of_thumb(w, q, h)
     for kind in ("seconds", "dollars", None):
@@ -199,6 +200,8 @@ Q1_WRONG = {
     "1 + q attempts": (q1_source(
         "sum(c / math.prod(1 - q for _, q in steps[j:]) for j, (c, _) in enumerate(steps))",
         resumed="resumed = sum(c * (1 + q) for c, q in steps)\n"), [ONE_STEP, RESUMED]),
+    # the cost resumed, given for both
+    "both the same": (q1_source("resumed"), [FROM_THE_TOP]),
     # right numbers, wrong order
     "swapped": (Q1_SOLUTION.replace("return from_the_top, resumed", "return resumed, from_the_top"),
                 [RESUMED, FROM_THE_TOP]),
@@ -452,7 +455,8 @@ def reasons_for(steps, long_seconds=60.0, long_dollars=1.0):
 ''', [NONE, LONG, IRREVERSIBLE, WAITS, SEVERAL, LINE]),
     # never a reason
     "always retry from the top": ("def reasons_for(steps, long_seconds=60.0, long_dollars=1.0):\n"
-                                  "    return set()\n", [NONE, LONG, IRREVERSIBLE, WAITS, SEVERAL, LINE]),
+                                  "    return set()\n",
+                                  [NONE, LONG, IRREVERSIBLE, WAITS, SEVERAL, LINE]),
 }
 
 

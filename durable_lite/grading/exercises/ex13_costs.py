@@ -40,10 +40,13 @@ from ..harness import needs_callable
 EXERCISE = Exercise("13_costs", "What a crash re-spends, and when to bother",
                     lesson="notebooks/13_what_durability_costs.ipynb")
 
-# With one crash per second of running, a step of t seconds is crashed with 1 - exp(-t): a
-# crash chance q is a step of -log(1 - q) seconds. A worker priced at 3,600 an hour makes
-# one second one unit, so a worth w is a step of w seconds at no extra dollars.
-PER_SECOND = costs.HOUR
+# The conversions into the terms `costs` takes. q1: at one crash per second of running, a
+# step of t seconds is crashed with 1 - exp(-t), so a crash chance q is a step of
+# -log(1 - q) seconds, and its cost goes in as dollars. q2: a worker paid a dollar a second
+# makes a worth w a step of w seconds (at a crash rate that gives it the chance q), and a
+# checkpoint cost h a checkpoint of h seconds.
+ONE_CRASH_A_SECOND = costs.HOUR        # crashes per hour
+A_DOLLAR_A_SECOND = costs.HOUR         # worker dollars per hour
 
 
 # calling the learner's code -----------------------------------------------------------------
@@ -52,12 +55,14 @@ _COSTS_FILE = costs.expected.__code__.co_filename
 
 @contextlib.contextmanager
 def _watching_costs():
-    """Collect the names of the durable_lite.costs functions called inside the block."""
+    """Collect the names of the durable_lite.costs functions called inside the block from
+    outside it (what the answer called, not what those functions called in turn)."""
     called, previous = [], sys.getprofile()
 
     def profile(frame, event, arg):
-        if event == "call" and frame.f_code.co_filename == _COSTS_FILE:
-            called.append(frame.f_code.co_name)
+        if event == "call" and frame.f_code.co_filename == _COSTS_FILE \
+                and (frame.f_back is None or frame.f_back.f_code.co_filename != _COSTS_FILE):
+            called.append(getattr(frame.f_code, "co_qualname", frame.f_code.co_name))
 
     sys.setprofile(profile)
     try:
@@ -142,38 +147,35 @@ def reference_cost(steps):
     workload = costs.Workload("case", tuple(
         costs.StepCost(f"step {i + 1}", -math.log1p(-q), dollars=cost)
         for i, (cost, q) in enumerate(steps)))
-    return (costs.expected(workload, PER_SECOND, durable=False).dollars,
-            costs.expected(workload, PER_SECOND, durable=True).dollars)
+    return (costs.expected(workload, ONE_CRASH_A_SECOND, durable=False).dollars,
+            costs.expected(workload, ONE_CRASH_A_SECOND, durable=True).dollars)
 
 
 def _p(steps):
     return [1 - q for _, q in steps]
 
 
-def _prod(values):
-    out = 1.0
-    for v in values:
-        out *= v
-    return out
-
-
-# What a learner writes instead, each with what to tell them: (name, formula, hint).
+# What learners write instead, each with what to tell them: (their formula, the hint).
 def _top_whole_run(steps):          # every crash re-spends the whole run
-    return sum(c for c, _ in steps) / _prod(_p(steps))
+    return sum(c for c, _ in steps) / math.prod(_p(steps))
 
 
 def _top_prefix(steps):             # products over the steps before, not after
     p = _p(steps)
-    return sum(c / _prod(p[:j + 1]) for j, (c, _) in enumerate(steps))
+    return sum(c / math.prod(p[:j + 1]) for j, (c, _) in enumerate(steps))
 
 
 def _top_after_only(steps):         # completions (the duplicates' count), not attempts
     p = _p(steps)
-    return sum(c / _prod(p[j + 1:]) for j, (c, _) in enumerate(steps))
+    return sum(c / math.prod(p[j + 1:]) for j, (c, _) in enumerate(steps))
 
 
 def _clean(steps):                  # no repeat at all
     return sum(c for c, _ in steps)
+
+
+def _own_crashes(steps):            # each step repeated by its own crashes only
+    return sum(c / (1 - q) for c, q in steps)
 
 
 _TOP_MISTAKES = (
@@ -186,6 +188,8 @@ _TOP_MISTAKES = (
                       "itself also sends the run back through step j"),
     (_clean, "without checkpoints, every crash sends the run back to its first step: the "
              "steps before it run again"),
+    (_own_crashes, "that is the cost resumed from checkpoints: without them, a crash in a "
+                   "later step also sends the run back through step j"),
 )
 _RESUMED_MISTAKES = (
     (_clean, "a crash repeats the step it interrupted: with crash chance q, a step takes "
@@ -226,10 +230,11 @@ def _judge(expected_cost, steps, which=("from the top", "resumed")):
                        "checkpoints first")
         mistakes = _TOP_MISTAKES if part == "from the top" else _RESUMED_MISTAKES
         hint = next((h for f, h in mistakes if close(got[part], f(steps))), "")
-        position = "first" if part == "from the top" else "second"
-        raise Fail(f"{shown} returned ({top!r}, {resumed!r}); its {position} number, the "
-                   f"average cost {'restarted from the top' if part == 'from the top' else 'resumed from checkpoints'}, "
-                   "is not what such runs cost", hint)
+        which_number = ("its first number, the average cost restarted from the top"
+                        if part == "from the top" else
+                        "its second number, the average cost resumed from checkpoints")
+        raise Fail(f"{shown} returned ({top!r}, {resumed!r}); {which_number}, is not what "
+                   "such runs cost", hint)
 
 
 def random_steps(draw, n, zeros=True):
@@ -245,7 +250,8 @@ def random_steps(draw, n, zeros=True):
             cost = 0.0
         steps.append((cost, q))
     if all(q == 0 for _, q in steps):                  # at least one step that can crash
-        steps[draw.randrange(n)] = (round(draw.uniform(0.1, 30), 2), round(draw.uniform(0.01, 0.3), 3))
+        steps[draw.randrange(n)] = (round(draw.uniform(0.1, 30), 2),
+                                    round(draw.uniform(0.01, 0.3), 3))
     return steps
 
 
@@ -293,13 +299,13 @@ def _rate(w, q):
 def reference_break_even(w, q, h):
     """`costs.break_even_steps` for n equal steps worth w, crash chance q, checkpoint h."""
     return costs.break_even_steps(w, _rate(w, q), h, step_dollars=0.0,
-                                  worker_dollars_per_hour=PER_SECOND)
+                                  worker_dollars_per_hour=A_DOLLAR_A_SECOND)
 
 
 def balance(w, q, h, n):
     """(saved, spent) per run of n equal steps, in the unit of w and h."""
     b = costs.balance(costs.Workload.uniform("case", n, w), _rate(w, q), h,
-                      worker_dollars_per_hour=PER_SECOND)
+                      worker_dollars_per_hour=A_DOLLAR_A_SECOND)
     return b.saved, b.spent
 
 
@@ -393,9 +399,9 @@ def _judge_steps(break_even_steps, w, q, h):
         else:
             hint = ("compare the two costs of q1 for n equal steps: the difference is what "
                     "checkpoints save; they pay when it is more than n * h")
+        what = "nothing" if saved == 0 else "less than that"
         raise Fail(f"{shown} returned {n}, but at n = {n} the checkpoints cost "
-                   f"{n} * h = {spent:.6g} per run and save {'nothing' if saved == 0 else 'less than that'}",
-                   hint)
+                   f"{n} * h = {spent:.6g} per run and save {what}", hint)
     fewer = balance(w, q, h, n - 1) if n > 1 else (0.0, 0.0)
     if fewer[0] > fewer[1]:
         hint = "stop at the first n that pays"
@@ -440,8 +446,9 @@ def _(break_even_steps, draw):
     w, h = round(draw.uniform(0.5, 20), 2), float(f"{draw.uniform(0.001, 2):.3g}")
     for q, cost in ((0.0, h), (0.0, 0.0)):
         _judge_steps(break_even_steps, w, q, cost)
-    q = round(draw.uniform(0.05, 0.3), 3)         # and with crashes, a run of two pays: an
-    _judge_steps(break_even_steps, w, q, float(f"{w * q * draw.uniform(0.05, 0.3):.3g}"))  # answer of None alone fails
+    q = round(draw.uniform(0.05, 0.3), 3)         # with crashes, a run of two pays: an
+    h = float(f"{w * q * draw.uniform(0.05, 0.3):.3g}")   # answer of None alone fails
+    _judge_steps(break_even_steps, w, q, h)
 
 
 # q3 · reasons_for ---------------------------------------------------------------------------
@@ -510,8 +517,9 @@ def workload(draw, long_seconds, long_dollars, long_by=None, irreversible=False,
                                                         round(draw.uniform(0.05, 0.5), 3)))
     if irreversible:
         name, low, high = draw.choice(_HARMFUL)
-        steps.insert(draw.randint(1, len(steps)), _step(f"{name} {tag}", round(draw.uniform(0.1, 1), 3),
-                                                        harm=round(draw.uniform(low, high), 2)))
+        harmful = _step(f"{name} {tag}", round(draw.uniform(0.1, 1), 3),
+                        harm=round(draw.uniform(low, high), 2))
+        steps.insert(draw.randint(1, len(steps)), harmful)
     if waits:                                      # far longer than the line, and no work
         wait = round(high_s * draw.uniform(10, 2000))
         steps.insert(draw.randint(1, len(steps)), _step(f"{draw.choice(_WAITS)} {tag}", float(wait),
