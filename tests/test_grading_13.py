@@ -265,6 +265,16 @@ def expected_cost(steps):
     top = sum(c * math.exp(-math.fsum(logs[j:])) for j, (c, _) in enumerate(steps))
     return [top, math.fsum(c / (1 - q) for c, q in steps)]
 ''',
+    # numpy, vectorised, returning an array
+    "a numpy array": '''
+import numpy as np
+
+
+def expected_cost(steps):
+    cost, q = np.array(steps, dtype=float).reshape(-1, 2).T
+    through = np.cumprod((1 - q)[::-1])[::-1]          # (1 - q_j) * ... * (1 - q_n)
+    return np.array([np.sum(cost / through), np.sum(cost / (1 - q))])
+''',
     # a constant of costs read, no function of it called
     "costs' constants only": Q1_SOLUTION.replace("from_the_top = resumed = 0.0",
                                                  "from_the_top = resumed = 0.0 * costs.HOUR"),

@@ -209,11 +209,14 @@ def _show_steps(steps):
 def _pair(expected_cost, steps):
     shown = f"expected_cost({_show_steps(steps)})"
     got = call(expected_cost, "expected_cost", shown, [tuple(s) for s in steps])
-    if isinstance(got, dict) or not isinstance(got, (tuple, list)) or len(got) != 2 \
-            or not all(_number(x) for x in got):
+    try:                                 # a tuple, a list, a numpy array of two: all fine
+        pair = None if isinstance(got, (dict, str, bytes)) else list(got)
+    except TypeError:
+        pair = None
+    if pair is None or len(pair) != 2 or not all(_number(x) for x in pair):
         raise Fail(f"{shown} returned {got!r}; expected a pair of finite numbers",
                    "return (from_the_top, resumed), two floats, in that order")
-    return shown, float(got[0]), float(got[1])
+    return shown, float(pair[0]), float(pair[1])
 
 
 def _judge(expected_cost, steps, which=("from the top", "resumed")):
