@@ -158,6 +158,11 @@ def cancel_booking(folder, reference, idempotency_key):
     """May the old branch of the gate GATE in workflow `name` be deleted now?"""
     return not engine.runs("waiting")                   # a status, not what the history holds
 '''),
+    "13_costs": ("def break_even_steps", '''def break_even_steps(w, q, h):
+    if q == 0:
+        return None
+    return math.floor(2 * h / (w * q)) + 2             # the rule of thumb, made for rare crashes
+'''),
     "14_port_to_dbos": ("def cancel_subscription", '''@step("lookup")
 def lookup(folder, sub_id):
     return lookup_subscription(folder, sub_id)
