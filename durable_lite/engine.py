@@ -99,14 +99,10 @@ class Engine:
         return f"Engine({self.store!r})"
 
     # starting and resuming --------------------------------------------------------------
-    def start(self, wf, *args, run_id: str | None = None, budget=None, **kwargs):
-        """Start a run and execute it until it completes, fails, halts or parks.
-
-        With a `run_id` that already exists this is "attempt 2": a completed run returns its
-        recorded result; an unfinished or failed one continues from its checkpoints, on the
-        workflow version it started with (the returned run's `note` says so when `wf` is
-        another version).
-        """
+    def _new_run(self, wf, run_id, args, kwargs, budget):
+        """What start and enqueue check before they create a run: the workflow (by name, its
+        newest version), the run id (given, or generated), the arguments and the budget as
+        JSON; and that the store's file is still there."""
         wf = wf if isinstance(wf, Workflow) else latest(wf)
         if run_id is None:
             run_id = f"{wf.name}-{self.ids()}"
@@ -116,6 +112,18 @@ class Engine:
         kwargs_json = jsonvalue.encode(kwargs, what=f"the keyword arguments of run {run_id!r} include")
         budget_json = None if budget is None else jsonvalue.encode(budget.to_json(), what="the budget is")
         self.store.check_file()
+        return wf, run_id, args_json, kwargs_json, budget_json
+
+    def start(self, wf, *args, run_id: str | None = None, budget=None, **kwargs):
+        """Start a run and execute it until it completes, fails, halts or parks.
+
+        With a `run_id` that already exists this is "attempt 2": a completed run returns its
+        recorded result; an unfinished or failed one continues from its checkpoints, on the
+        workflow version it started with (the returned run's `note` says so when `wf` is
+        another version).
+        """
+        wf, run_id, args_json, kwargs_json, budget_json = self._new_run(wf, run_id, args, kwargs,
+                                                                        budget)
         with self._turns.take(run_id):
             now = self.clock()
             # The run is created with our lease already on it, so no other worker's

@@ -125,10 +125,8 @@ class Queue:
 # enqueueing ---------------------------------------------------------------------------------
 def enqueue(engine, queue, wf, args, kwargs, key, run_id, budget):
     """Engine.enqueue: create the run as QUEUED, at the back of `queue`, in one transaction."""
-    from . import jsonvalue
-    from .engine import _check_run_id, _check_same_run
+    from .engine import _check_same_run
     from .usage import Usage
-    from .workflow import Workflow, latest
 
     if not isinstance(queue, Queue):
         raise TypeError(f"enqueue needs a dl.Queue as its first argument, not {queue!r}")
@@ -140,16 +138,9 @@ def enqueue(engine, queue, wf, args, kwargs, key, run_id, budget):
     except UnicodeEncodeError:
         raise ValueError(f"queue {queue.name!r}: the key {key!r} is not text a store can keep "
                          "(it holds a lone surrogate)") from None
-    wf = wf if isinstance(wf, Workflow) else latest(wf)
-    if run_id is None:
-        run_id = f"{wf.name}-{engine.ids()}"
-    else:
-        _check_run_id(run_id)
-    args_json = jsonvalue.encode(list(args), what=f"the arguments of run {run_id!r} include")
-    kwargs_json = jsonvalue.encode(kwargs, what=f"the keyword arguments of run {run_id!r} include")
-    budget_json = None if budget is None else jsonvalue.encode(budget.to_json(), what="the budget is")
+    wf, run_id, args_json, kwargs_json, budget_json = engine._new_run(wf, run_id, args, kwargs,
+                                                                      budget)
     store = engine.store
-    store.check_file()
     now = engine.clock()
     record = RunRecord(run_id, wf.name, wf.version, args_json, kwargs_json, QUEUED, now, now,
                        budget_json=budget_json)

@@ -569,8 +569,9 @@ class _RealKill:
         pass
 
 
-class _WatchedEngine(Engine):
-    """An engine that notes every crash point it passes (for the clean run's discovery)."""
+class _Watched:
+    """Mixed into a runner: notes every crash point it passes in `seen` (for the clean run's
+    discovery), then lets the runner decide whether to crash there."""
 
     def __init__(self, seen, *args, **kwargs):
         self._seen = seen
@@ -582,15 +583,12 @@ class _WatchedEngine(Engine):
         super()._fault_point(step, occurrence, when)
 
 
-class _WatchedNaive(NaiveRunner):
-    def __init__(self, seen, *args, **kwargs):
-        self._seen = seen
-        super().__init__(*args, **kwargs)
+class _WatchedEngine(_Watched, Engine):
+    pass
 
-    def _fault_point(self, step, occurrence, when):
-        if self._seen is not None:
-            self._seen.append((step, occurrence, when))
-        super()._fault_point(step, occurrence, when)
+
+class _WatchedNaive(_Watched, NaiveRunner):
+    pass
 
 
 # the result -----------------------------------------------------------------------------

@@ -27,6 +27,7 @@ from durable_lite.grading import checker, checks, exercise
 from durable_lite.grading.grader import grade_notebook
 from durable_lite.grading.portable import NotPortable, module_source
 
+from given_code import classify, forward
 from grading_support import ROOT, failing_tests, learner, needs_exercise, statuses, with_code
 NAMES = sorted(p.stem for p in (ROOT / "solutions").glob("*.ipynb"))
 # Questions whose exercise starts from code to fix, not from stubs: untouched, they are failed.
@@ -443,14 +444,6 @@ def test_03_paying_outside_a_step_fails_q4():
     result = run("03_idempotency", "q4", pays_outside_a_step)
     assert names_failing(result) == ["no crash: one refund, and the result names it"]
     assert "['lookup']" in result.tests[0].message and "ctx.step" in result.tests[0].hint
-
-
-def classify(folder, ticket):
-    return world_at(folder).llm.complete(f"Classify this support ticket: {ticket}")
-
-
-def forward(folder, desk, ticket):
-    return world_at(folder).mailer.send(f"{desk}@example.com", ticket)
 
 
 @dl.workflow("test-ex05-unrecorded-coin", version=1)

@@ -16,6 +16,7 @@ from durable_lite.grading import checks, exercise
 from durable_lite.grading.generate import render
 from durable_lite.grading.grader import grade_notebook
 
+from given_code import notify, write_draft
 from grading_support import ROOT, failing_tests, statuses, with_code
 NAMES = ["06_choose_k", "07_approval_deadline", "08_budgets"]
 DAY = 24 * 3600
@@ -151,14 +152,6 @@ def test_06_a_plan_that_restarts_from_the_top_fails_q2():
     assert result.status == checks.FAILED
     assert "each step gets up to k attempts of its own, and a failure does not re-run earlier steps" \
         in names_failing(result)
-
-
-def notify(folder, to, subject):
-    return world_at(folder).mailer.send(to, subject)
-
-
-def write_draft(folder, post_id):
-    return world_at(folder).llm.complete(f"Write the blog post {post_id}")
 
 
 def settle(ctx, folder, post_id, decision, draft):

@@ -128,17 +128,22 @@ def fails_on_every_seed(qid, *answers, expected):
     return results[0]
 
 
+def passes(qid, *answers, seeds=ONE_SEED):
+    """The answer passes every test of the question, on each seed."""
+    for seed in seeds:
+        result = run(qid, *answers, seed=seed)
+        assert result.status == checks.PASSED, f"seed {seed}:\n{result.report()}"
+
+
 def message(result, label):
     test = next(t for t in result.tests if short(t.name) == label)
     return test.message, test.hint
 
 
 def test_the_right_answers_pass_every_question_on_every_seed():
-    for seed in RIGHT_SEEDS:
-        for qid, answers in (("q1", (refund_card, cancel_booking)), ("q2", (party_trip,)),
-                             ("q3", (trip_with_mail,))):
-            result = run(qid, *answers, seed=seed)
-            assert result.status == checks.PASSED, result.report()
+    for qid, answers in (("q1", (refund_card, cancel_booking)), ("q2", (party_trip,)),
+                         ("q3", (trip_with_mail,))):
+        passes(qid, *answers, seeds=RIGHT_SEEDS)
     # and the checks put back what they lent the answers for a test
     assert globals()["refund_card"].__module__ == __name__        # q2 ran with its own undos
     assert globals()["party_trip"].name == "test-ex09-party-trip"  # q3 with its own agent
@@ -296,9 +301,7 @@ def refund_keyed_by_reference(folder, reference, idempotency_key):
     (dl.booking.refund_card, dl.booking.cancel_booking),          # the lesson's own, imported
 ])
 def test_right_undos_written_another_way_pass(refund, cancel):
-    for seed in ONE_SEED:
-        result = run("q1", refund, cancel, seed=seed)
-        assert result.status == checks.PASSED, result.report()
+    passes("q1", refund, cancel)
 
 
 # q2: wrong agents -----------------------------------------------------------------------------
@@ -530,9 +533,7 @@ def test_right_agents_written_another_way_pass(agent, seeds):
     """Among them, references from ctx.uuid(): each attempt of the sweep mints ids of its
     own, as a fresh process's uuid4() would, so a resumed run's new references never
     repeat the crashed one's."""
-    for seed in seeds:
-        result = run("q2", agent, seed=seed)
-        assert result.status == checks.PASSED, result.report()
+    passes("q2", agent, seeds=seeds)
 
 
 # q3: wrong emails ----------------------------------------------------------------------------
@@ -665,9 +666,7 @@ def mail_as_the_sagas_last_step(ctx, folder, trip_id, offers, to):
 
 @pytest.mark.parametrize("answer", [mail_in_an_else, mail_as_the_sagas_last_step])
 def test_right_emails_written_another_way_pass(answer):
-    for seed in ONE_SEED:
-        result = run("q3", answer, seed=seed)
-        assert result.status == checks.PASSED, result.report()
+    passes("q3", answer)
 
 
 # one wrong answer, graded as an instructor would ---------------------------------------------

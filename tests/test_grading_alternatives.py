@@ -19,6 +19,8 @@ import durable_lite as dl
 from durable_lite.examples import lookup_order, world_at
 from durable_lite.grading import checks, exercise
 
+from given_code import AUTHOR, EDITOR, MANAGER, classify, forward, notify, publish, write_draft
+
 SEEDS = (11, 22, 33)
 DAY = 24 * 3600
 
@@ -67,26 +69,9 @@ def test_01_counting_from_the_summary_a_table_of_predictions_and_a_while_loop_pa
 
 
 # 02 -------------------------------------------------------------------------------------------
-def open_memo(path):
-    db = sqlite3.connect(path)
-    db.execute("CREATE TABLE IF NOT EXISTS memo (run_id TEXT NOT NULL, name TEXT NOT NULL, "
-               "result TEXT NOT NULL, PRIMARY KEY (run_id, name))")
-    db.commit()
-    return db
-
-
-def memo_step_with_a_transaction_block(db, run_id, name, fn, *args):
-    found = db.execute("SELECT result FROM memo WHERE run_id = ? AND name = ?",
-                       (run_id, name)).fetchall()
-    if found:
-        return json.loads(found[0][0])
-    value = json.loads(json.dumps(fn(*args)))
-    with db:                                          # commits on leaving the block
-        db.execute("INSERT OR REPLACE INTO memo VALUES (?, ?, ?)", (run_id, name, json.dumps(value)))
-    return value
-
-
-FLOW_UNDER_ANOTHER_NAME = '''
+# q1's answer (memo_step commits with a transaction block) and q2's (the flow written under
+# another name), in one notebook cell
+MEMO_IN_A_BLOCK_AND_FLOW_UNDER_ANOTHER_NAME = '''
 import json
 import sqlite3
 from durable_lite.examples import close_ticket, email_customer, issue_refund, lookup_order
@@ -106,7 +91,7 @@ def memo_step(db, run_id, name, fn, *args):
     if found:
         return json.loads(found[0][0])
     value = json.loads(json.dumps(fn(*args)))
-    with db:
+    with db:                                          # commits on leaving the block
         db.execute("INSERT OR REPLACE INTO memo VALUES (?, ?, ?)", (run_id, name, json.dumps(value)))
     return value
 
@@ -137,8 +122,9 @@ def notebook_cell(source):
 
 
 def test_02_a_transaction_block_and_a_flow_defined_under_another_name_pass():
-    passes("02_memoize", "q1", memo_step_with_a_transaction_block, open_memo)
-    passes("02_memoize", "q2", notebook_cell(FLOW_UNDER_ANOTHER_NAME)["refund_flow"])
+    cell = notebook_cell(MEMO_IN_A_BLOCK_AND_FLOW_UNDER_ANOTHER_NAME)
+    passes("02_memoize", "q1", cell["memo_step"], cell["open_memo"])
+    passes("02_memoize", "q2", cell["refund_flow"])
 
 
 # 03 -------------------------------------------------------------------------------------------
@@ -235,14 +221,6 @@ def test_04_receipt_ids_recorded_other_ways_pass(receipt):
 
 
 # 05 -------------------------------------------------------------------------------------------
-def classify(folder, ticket):
-    return world_at(folder).llm.complete(f"Classify this support ticket: {ticket}")
-
-
-def forward(folder, desk, ticket):
-    return world_at(folder).mailer.send(f"{desk}@example.com", ticket)
-
-
 @dl.workflow("test-alt05-coin-first", version=1)
 def triage_flipping_the_coin_first(ctx, folder, ticket):
     audit = ctx.random() < 1 / 4                          # drawn before the model is asked
@@ -277,20 +255,6 @@ def test_06_a_k_solved_with_logarithms_passes():
 
 
 # 07 -------------------------------------------------------------------------------------------
-EDITOR, MANAGER = "editor@example.com", "manager@example.com"
-AUTHOR, READERS = "author@example.com", "readers@example.com"
-
-
-def write_draft(folder, post_id):
-    return world_at(folder).llm.complete(f"Write the blog post {post_id}")
-
-
-def notify(folder, to, subject):
-    return world_at(folder).mailer.send(to, subject)
-
-
-def publish(folder, post_id, text):
-    return world_at(folder).mailer.send(READERS, f"{post_id}: {text[:40]}")
 
 
 @dl.workflow("test-alt07-a-loop-over-reviewers", version=1)

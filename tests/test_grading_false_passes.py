@@ -18,9 +18,7 @@ import durable_lite as dl
 from durable_lite.examples import email_customer, lookup_order, world_at
 from durable_lite.grading import checks, exercise
 
-HOUR, DAY = 3600, 24 * 3600
-EDITOR, MANAGER = "editor@example.com", "manager@example.com"
-AUTHOR, READERS = "author@example.com", "readers@example.com"
+from given_code import AUTHOR, DAY, EDITOR, MANAGER, classify, forward, notify, publish, write_draft
 
 
 def run(exercise_id, qid, *answers, seed=None):
@@ -37,27 +35,6 @@ def failed_over_seeds(exercise_id, qid, *answers, seeds=(1, 2, 3)):
     for seed, result in zip(seeds, results):
         assert result.status == checks.FAILED, f"seed {seed}: {result.report()}"
     return results[0]
-
-
-# the given code the wrong answers below share ------------------------------------------------
-def write_draft(folder, post_id):
-    return world_at(folder).llm.complete(f"Write the blog post {post_id}")
-
-
-def notify(folder, to, subject):
-    return world_at(folder).mailer.send(to, subject)
-
-
-def publish(folder, post_id, text):
-    return world_at(folder).mailer.send(READERS, f"{post_id}: {text[:40]}")
-
-
-def classify(folder, ticket):
-    return world_at(folder).llm.complete(f"Classify this support ticket: {ticket}")
-
-
-def forward(folder, desk, ticket):
-    return world_at(folder).mailer.send(f"{desk}@example.com", ticket)
 
 
 # 1. exercise 07 without a "draft" step ----------------------------------------------------------

@@ -102,6 +102,17 @@ class Desk:
                            f"({draft[:40]!r}...)",
                            "publish the text of the draft step's result: draft[\"text\"]")
 
+    def expect_waiting(self, run, deadline, mail, when):
+        """The run waits for 'approval' until `deadline`, and the mail sent so far is `mail`."""
+        _waiting(run, when, deadline)
+        _mail(self, mail, when)
+
+    def expect_ending(self, run, result, mail, when):
+        """The run completed with `result`, the mail sent is `mail`, and one draft was written."""
+        _expect(run, result, when)
+        _mail(self, mail, when)
+        self.expect_one_draft(when)
+
 
 def _error_hint(run) -> str:
     """A hint for the commonest way a waiting workflow fails."""
@@ -157,8 +168,9 @@ def _(publish_post, draw):
     with scratch("ex07") as folder:
         desk = Desk(folder, publish_post, draw)
         run = desk.start()
-        _waiting(run, "right after start()", START + DAY)
-        _mail(desk, {"editor": 1, "manager": 0, "author": 0, "published": 0}, "right after start()")
+        desk.expect_waiting(run, START + DAY,
+                            {"editor": 1, "manager": 0, "author": 0, "published": 0},
+                            "right after start()")
         desk.expect_one_draft("right after start()")
 
 
@@ -174,9 +186,8 @@ def _(publish_post, draw):
         desk.clock.advance(hours * HOUR)
         run = desk.decide(True, desk.editor)
         when = f"after the editor approved {hours} hours in"
-        _expect(run, {"post": desk.post, "outcome": "published", "by": desk.editor}, when)
-        _mail(desk, {"editor": 1, "manager": 0, "author": 0, "published": 1}, when)
-        desk.expect_one_draft(when)
+        desk.expect_ending(run, {"post": desk.post, "outcome": "published", "by": desk.editor},
+                           {"editor": 1, "manager": 0, "author": 0, "published": 1}, when)
 
 
 @q1.test("the editor rejects: nothing is published and the author is told",
@@ -188,9 +199,8 @@ def _(publish_post, draw):
         desk.clock.advance(draw.randint(1, 23) * HOUR)
         run = desk.decide(False, desk.editor)
         when = "after the editor rejected"
-        _expect(run, {"post": desk.post, "outcome": "rejected", "by": desk.editor}, when)
-        _mail(desk, {"editor": 1, "manager": 0, "author": 1, "published": 0}, when)
-        desk.expect_one_draft(when)
+        desk.expect_ending(run, {"post": desk.post, "outcome": "rejected", "by": desk.editor},
+                           {"editor": 1, "manager": 0, "author": 1, "published": 0}, when)
 
 
 @q1.test("no answer for a day: the manager is asked and the run waits one more day "
@@ -202,13 +212,13 @@ def _(publish_post, draw):
         desk = Desk(folder, publish_post, draw)
         desk.start()
         run = desk.later(DAY - 1)
-        _waiting(run, "one second before the deadline", START + DAY)
-        _mail(desk, {"editor": 1, "manager": 0, "author": 0, "published": 0},
-              "one second before the deadline")
+        desk.expect_waiting(run, START + DAY,
+                            {"editor": 1, "manager": 0, "author": 0, "published": 0},
+                            "one second before the deadline")
         run = desk.later(1)
-        _waiting(run, "when the editor's day ran out", START + 2 * DAY)
-        _mail(desk, {"editor": 1, "manager": 1, "author": 0, "published": 0},
-              "when the editor's day ran out")
+        desk.expect_waiting(run, START + 2 * DAY,
+                            {"editor": 1, "manager": 1, "author": 0, "published": 0},
+                            "when the editor's day ran out")
         desk.expect_one_draft("when the editor's day ran out")
 
 
@@ -222,9 +232,8 @@ def _(publish_post, draw):
         desk.clock.advance(draw.randint(1, 23) * HOUR)
         run = desk.decide(True, desk.manager)
         when = "after the manager approved on the second day"
-        _expect(run, {"post": desk.post, "outcome": "published", "by": desk.manager}, when)
-        _mail(desk, {"editor": 1, "manager": 1, "author": 0, "published": 1}, when)
-        desk.expect_one_draft(when)
+        desk.expect_ending(run, {"post": desk.post, "outcome": "published", "by": desk.manager},
+                           {"editor": 1, "manager": 1, "author": 0, "published": 1}, when)
 
 
 @q1.test("after the escalation the manager rejects: nothing is published and the author is told",
@@ -238,9 +247,8 @@ def _(publish_post, draw):
         desk.clock.advance(draw.randint(1, 23) * HOUR)
         run = desk.decide(False, desk.manager)
         when = "after the manager rejected on the second day"
-        _expect(run, {"post": desk.post, "outcome": "rejected", "by": desk.manager}, when)
-        _mail(desk, {"editor": 1, "manager": 1, "author": 1, "published": 0}, when)
-        desk.expect_one_draft(when)
+        desk.expect_ending(run, {"post": desk.post, "outcome": "rejected", "by": desk.manager},
+                           {"editor": 1, "manager": 1, "author": 1, "published": 0}, when)
 
 
 @q1.test("nobody answers for two days: a safe default — nothing published, the author told, "
@@ -254,6 +262,5 @@ def _(publish_post, draw):
         desk.later(DAY)
         run = desk.later(DAY)
         when = "after two days without an answer"
-        _expect(run, {"post": desk.post, "outcome": "expired"}, when)
-        _mail(desk, {"editor": 1, "manager": 1, "author": 1, "published": 0}, when)
-        desk.expect_one_draft(when)
+        desk.expect_ending(run, {"post": desk.post, "outcome": "expired"},
+                           {"editor": 1, "manager": 1, "author": 1, "published": 0}, when)

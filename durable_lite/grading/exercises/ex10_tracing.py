@@ -35,6 +35,7 @@ import math
 import numbers
 import os
 from collections.abc import Mapping
+from functools import partial
 from typing import List, Optional
 
 from ... import lumpy, otel
@@ -400,6 +401,18 @@ def every_kind_of_span(draw) -> dict:
             "after": [_kill(draw, AFTER_APPROVAL)]}
 
 
+def approved(draw) -> dict:
+    """Nobody dies; the manager approves."""
+    return {"decision": "approve"}
+
+
+def _judge_tickets(judge, answer, draw, *plans):
+    """Live through a fresh ticket for each plan, in turn, and judge `answer` on each."""
+    with scratch("ex10") as folder:
+        for plan in plans:
+            judge(answer, ticket(folder, draw, **plan(draw)))
+
+
 # q1 · where did the time go -----------------------------------------------------------------
 q1 = EXERCISE.question("q1", "where the time went", answers=["time_spent", "slowest_step"])
 
@@ -463,8 +476,7 @@ def _children(tree) -> str:
          hint="sum the durations of the run's executions, and of its waits")
 def _(time_spent, slowest_step, draw):
     needs_callable(time_spent, "time_spent")
-    with scratch("ex10") as folder:
-        _judge_split(time_spent, ticket(folder, draw, **quiet(draw)))
+    _judge_tickets(_judge_split, time_spent, draw, quiet)
 
 
 @q1.test("workers died before and after the wait: each stretch until the next worker took the "
@@ -473,8 +485,7 @@ def _(time_spent, slowest_step, draw):
               "from there to the next execution")
 def _(time_spent, slowest_step, draw):
     needs_callable(time_spent, "time_spent")
-    with scratch("ex10") as folder:
-        _judge_split(time_spent, ticket(folder, draw, **died_around_the_wait(draw)))
+    _judge_tickets(_judge_split, time_spent, draw, died_around_the_wait)
 
 
 @q1.test("a run not finished yet: still waiting for the manager, or its last worker dead with "
@@ -483,9 +494,7 @@ def _(time_spent, slowest_step, draw):
               "worker's run is time with no worker until someone takes it up")
 def _(time_spent, slowest_step, draw):
     needs_callable(time_spent, "time_spent")
-    with scratch("ex10") as folder:
-        for plan in (still_waiting, abandoned):
-            _judge_split(time_spent, ticket(folder, draw, **plan(draw)))
+    _judge_tickets(_judge_split, time_spent, draw, still_waiting, abandoned)
 
 
 def _step_seconds(tree) -> dict:
@@ -540,14 +549,11 @@ def _step_spans(tree) -> str:
               "not the wait's")
 def _(time_spent, slowest_step, draw):
     needs_callable(slowest_step, "slowest_step")
-    with scratch("ex10") as folder:
-        plans = [flaky_crm, steady_crm]
-        draw.shuffle(plans)
-        for plan in plans:
-            case = ticket(folder, draw, **plan(draw))
-            _judge_slowest(slowest_step, case,
-                           "the slowest step is the one with the longest duration, whatever "
-                           "its kind or its number of attempts")
+    plans = [flaky_crm, steady_crm]
+    draw.shuffle(plans)
+    _judge_tickets(partial(_judge_slowest, hint="the slowest step is the one with the longest "
+                           "duration, whatever its kind or its number of attempts"),
+                   slowest_step, draw, *plans)
 
 
 @q1.test("the slowest step when a worker died between the CRM's retries: its time is summed "
@@ -556,11 +562,9 @@ def _(time_spent, slowest_step, draw):
               "compare")
 def _(time_spent, slowest_step, draw):
     needs_callable(slowest_step, "slowest_step")
-    with scratch("ex10") as folder:
-        case = ticket(folder, draw, **split_lookup(draw))
-        _judge_slowest(slowest_step, case,
-                       "the lookup ran under two executions here: its working time is the sum "
-                       "of both")
+    _judge_tickets(partial(_judge_slowest, hint="the lookup ran under two executions here: its "
+                           "working time is the sum of both"),
+                   slowest_step, draw, split_lookup)
 
 
 # q2 · where did the money go ----------------------------------------------------------------
@@ -610,8 +614,7 @@ def _judge_costs(cost_by_step, case: Ticket, hint=""):
          hint="the trace's steps carry their cost (span.cost); keep the ones that cost something")
 def _(cost_by_step, unrecorded_cost, draw):
     needs_callable(cost_by_step, "cost_by_step")
-    with scratch("ex10") as folder:
-        _judge_costs(cost_by_step, ticket(folder, draw, **quiet(draw)))
+    _judge_tickets(_judge_costs, cost_by_step, draw, quiet)
 
 
 @q2.test("a worker died before the draft was recorded: the draft's dollars are found in the "
@@ -619,10 +622,9 @@ def _(cost_by_step, unrecorded_cost, draw):
          hint="look at the steps of every execution, not only the first")
 def _(cost_by_step, unrecorded_cost, draw):
     needs_callable(cost_by_step, "cost_by_step")
-    with scratch("ex10") as folder:
-        case = ticket(folder, draw, **draft_later(draw))
-        _judge_costs(cost_by_step, case, "the draft was written by a later execution: look "
-                     "under every execution (tree.find(kind='step') walks them all)")
+    _judge_tickets(partial(_judge_costs, hint="the draft was written by a later execution: look "
+                           "under every execution (tree.find(kind='step') walks them all)"),
+                   cost_by_step, draw, draft_later)
 
 
 def _judge_unrecorded(unrecorded_cost, case: Ticket):
@@ -649,17 +651,14 @@ def _judge_unrecorded(unrecorded_cost, case: Ticket):
               "compare what the provider billed with what the trace holds")
 def _(cost_by_step, unrecorded_cost, draw):
     needs_callable(unrecorded_cost, "unrecorded_cost")
-    with scratch("ex10") as folder:
-        _judge_unrecorded(unrecorded_cost, ticket(folder, draw, **lost_model_call(draw)))
+    _judge_tickets(_judge_unrecorded, unrecorded_cost, draw, lost_model_call)
 
 
 @q2.test("workers killed anywhere else, or none: the trace saw every call the provider billed",
          hint="when nothing was lost, the provider's bill and the trace agree")
 def _(cost_by_step, unrecorded_cost, draw):
     needs_callable(unrecorded_cost, "unrecorded_cost")
-    with scratch("ex10") as folder:
-        for plan in (quiet, killed_elsewhere):
-            _judge_unrecorded(unrecorded_cost, ticket(folder, draw, **plan(draw)))
+    _judge_tickets(_judge_unrecorded, unrecorded_cost, draw, quiet, killed_elsewhere)
 
 
 # q3 · which resume finished it --------------------------------------------------------------
@@ -696,24 +695,20 @@ def _judge_finisher(finished_by, case: Ticket):
 @q3.test("no worker died: the resume after the manager's answer finished the run",
          hint="each execution's status says how it ended")
 def _(finished_by, draw):
-    with scratch("ex10") as folder:
-        _judge_finisher(finished_by, ticket(folder, draw, decision="approve"))
+    _judge_tickets(_judge_finisher, finished_by, draw, approved)
 
 
 @q3.test("workers died before and after the wait, one of them restarted under its old name: "
          "the execution that completed the run",
          hint="a worker's name can appear on more than one execution: answer with the execution")
 def _(finished_by, draw):
-    with scratch("ex10") as folder:
-        _judge_finisher(finished_by, ticket(folder, draw, **restarted_name(draw)))
+    _judge_tickets(_judge_finisher, finished_by, draw, restarted_name)
 
 
 @q3.test("the manager refused, or never answered in three days: the run still completed",
          hint="a refusal or a deadline ends the run as well (it closes the ticket)")
 def _(finished_by, draw):
-    with scratch("ex10") as folder:
-        for plan in (refused, timed_out):
-            _judge_finisher(finished_by, ticket(folder, draw, **plan(draw)))
+    _judge_tickets(_judge_finisher, finished_by, draw, refused, timed_out)
 
 
 @q3.test("not finished yet (still waiting for the manager, or its last worker dead with nobody "
@@ -721,9 +716,7 @@ def _(finished_by, draw):
          hint="the last execution is not always the one that finished the run: there may be "
               "none")
 def _(finished_by, draw):
-    with scratch("ex10") as folder:
-        for plan in (still_waiting, abandoned):
-            _judge_finisher(finished_by, ticket(folder, draw, **plan(draw)))
+    _judge_tickets(_judge_finisher, finished_by, draw, still_waiting, abandoned)
 
 
 # q4 · an attribute the export leaves out ----------------------------------------------------
@@ -772,8 +765,13 @@ def _chat(span) -> bool:
     return span.attributes.get("gen_ai.operation.name") == "chat"
 
 
-def _tagged(spans) -> list:
-    return [s for s in spans.values() if CONVERSATION in s.attributes]
+def _tagged(spans, case: Ticket) -> list:
+    """The spans that carry the conversation id; Fail when none does (nothing to check yet)."""
+    tagged = [s for s in spans.values() if CONVERSATION in s.attributes]
+    if not tagged:
+        raise Fail(f"{case.named()}: No span carries {CONVERSATION}: there is nothing "
+                   "to check yet")
+    return tagged
 
 
 @q4.test("every model call's span ('chat ...') carries gen_ai.conversation.id, its run's id "
@@ -805,10 +803,7 @@ def _(export_run, draw):
     with scratch("ex10") as folder:
         case = ticket(folder, draw, **every_kind_of_span(draw))
         theirs, plain = _exports(export_run, case)
-        tagged = _tagged(theirs)
-        if not tagged:
-            raise Fail(f"{case.named()}: No span carries {CONVERSATION}: there is nothing "
-                       "to check yet")
+        tagged = _tagged(theirs, case)
         others = [s.name for s in tagged if not _chat(s)]
         if others:
             raise Fail(f"{case.named()}: {CONVERSATION} is on {len(others)} span(s) that "
@@ -822,9 +817,7 @@ def _(export_run, draw):
     with scratch("ex10") as folder:
         case = ticket(folder, draw, **every_kind_of_span(draw))
         theirs, plain = _exports(export_run, case)
-        if not _tagged(theirs):
-            raise Fail(f"{case.named()}: No span carries {CONVERSATION}: there is nothing "
-                       "to check yet")
+        _tagged(theirs, case)
         missing = [key[-1][0] for key in plain if key not in theirs]
         extra = [key[-1][0] for key in theirs if key not in plain]
         if missing or extra:

@@ -31,6 +31,7 @@ nothing a notebook registered or remembered can answer for it).
 
 import os
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Optional
 
@@ -189,7 +190,7 @@ class Day:
     ids of its own, as uuid4 would give them."""
 
     def __init__(self, folder, draw):
-        self.draw = draw
+        self.draw, self.folder = draw, folder
         self.world = os.path.join(folder, "world")
         self.store_path = os.path.join(folder, "runs.db")
         self.name = f"ex12-refund-{draw.token(6)}"
@@ -377,13 +378,22 @@ class Day:
         return self.reader.load_entries(run_id)
 
 
-def _play(deploy, draw, folder):
-    day = Day(folder, draw)
+@contextmanager
+def _a_day(draw):
+    """A Day in a scratch folder of its own, closed (stores, workflows) whatever happens."""
+    with scratch("ex12") as folder:
+        day = Day(folder, draw)
+        try:
+            yield day
+        finally:
+            day.close()
+
+
+def _play(deploy, day):
     day.before_deploy()
     day.not_reached()
     day.deploy(deploy)
     day.after_deploy()
-    return day
 
 
 def _fraud_checks(world):
@@ -427,27 +437,23 @@ NEW_KEY = ("every effect of the new code goes through a step with a key derived 
          "(engine.check_replay)",
          hint=KEEP_OLD_PATH)
 def _(deploy, draw):
-    with scratch("ex12") as folder:
-        day = Day(folder, draw)
-        try:
-            day.before_deploy()
-            day.not_reached()
-            day.deploy(deploy)
-            engine = day.engine()
-            for order in day.orders:
-                record = day.record(order.run_id)
-                if record.status == COMPLETED:
-                    continue
-                try:
-                    check = engine.check_replay(order.run_id)
-                except WorkflowNotRegistered:
-                    raise Fail(f"{order} is a run of version {record.version}, and the new process "
-                               f"has only version(s) {registered().get(day.name, [])} of "
-                               f"{day.name!r}: nothing can ever continue it", KEEP_OLD_CODE) from None
-                if not check.ok:
-                    raise Fail(f"{order} does not fit the deployed code: {check.error}", KEEP_OLD_PATH)
-        finally:
-            day.close()
+    with _a_day(draw) as day:
+        day.before_deploy()
+        day.not_reached()
+        day.deploy(deploy)
+        engine = day.engine()
+        for order in day.orders:
+            record = day.record(order.run_id)
+            if record.status == COMPLETED:
+                continue
+            try:
+                check = engine.check_replay(order.run_id)
+            except WorkflowNotRegistered:
+                raise Fail(f"{order} is a run of version {record.version}, and the new process "
+                           f"has only version(s) {registered().get(day.name, [])} of "
+                           f"{day.name!r}: nothing can ever continue it", KEEP_OLD_CODE) from None
+            if not check.ok:
+                raise Fail(f"{order} does not fit the deployed code: {check.error}", KEEP_OLD_PATH)
 
 
 def _finished_runs(day):
@@ -475,69 +481,63 @@ def _finished_runs(day):
          "approver is asked once per order, each customer told once",
          hint=SAME_KEYS)
 def _(deploy, draw):
-    with scratch("ex12") as folder:
-        day = _play(deploy, draw, folder)
-        try:
-            runs = _finished_runs(day)
-            world = Ledgers(day.world)
-            asks = _asks(world)
-            for order in day.orders:
-                outcome = "refunded" if order.refunded else "escalated"
-                result = {"order": order.order_id, "outcome": outcome}
-                if runs[order.run_id].result != result:
-                    raise Fail(f"{order}: the run returned {runs[order.run_id].result!r}; "
-                               f"expected {result!r}", "return what v1 returns, from every version")
-                paid = world.world.payments.refunds(order.order_id)
-                said = "approved in time" if order.refunded else "not approved in time"
-                if len(paid) != (1 if order.refunded else 0):
-                    raise Fail(f"{order} was {said}, and the provider paid it {len(paid)} times",
-                               SAME_KEYS)
-                if paid and paid[0]["amount"] != order.amount:
-                    raise Fail(f"{order} was paid {paid[0]['amount']:g}, not {order.amount}")
-                asked = len(asks.get(order.order_id, []))
-                if asked != 1:
-                    raise Fail(f"{order}: the approver was asked {asked} times; expected once",
-                               SAME_KEYS)
-                told = len(world.mail(lookup_order(day.world, order.order_id)["email"]))
-                if told != (1 if order.refunded else 0):
-                    raise Fail(f"{order} was {said}, and its customer got {told} emails; expected "
-                               f"{1 if order.refunded else 0}", SAME_KEYS)
-            escalated = sum(not o.refunded for o in day.orders)
-            if len(world.mail(LEAD)) != escalated:
-                raise Fail(f"{escalated} orders waited past their deadline, and the lead got "
-                           f"{len(world.mail(LEAD))} emails", SAME_KEYS)
-        finally:
-            day.close()
+    with _a_day(draw) as day:
+        _play(deploy, day)
+        runs = _finished_runs(day)
+        world = Ledgers(day.world)
+        asks = _asks(world)
+        for order in day.orders:
+            outcome = "refunded" if order.refunded else "escalated"
+            result = {"order": order.order_id, "outcome": outcome}
+            if runs[order.run_id].result != result:
+                raise Fail(f"{order}: the run returned {runs[order.run_id].result!r}; "
+                           f"expected {result!r}", "return what v1 returns, from every version")
+            paid = world.world.payments.refunds(order.order_id)
+            said = "approved in time" if order.refunded else "not approved in time"
+            if len(paid) != (1 if order.refunded else 0):
+                raise Fail(f"{order} was {said}, and the provider paid it {len(paid)} times",
+                           SAME_KEYS)
+            if paid and paid[0]["amount"] != order.amount:
+                raise Fail(f"{order} was paid {paid[0]['amount']:g}, not {order.amount}")
+            asked = len(asks.get(order.order_id, []))
+            if asked != 1:
+                raise Fail(f"{order}: the approver was asked {asked} times; expected once",
+                           SAME_KEYS)
+            told = len(world.mail(lookup_order(day.world, order.order_id)["email"]))
+            if told != (1 if order.refunded else 0):
+                raise Fail(f"{order} was {said}, and its customer got {told} emails; expected "
+                           f"{1 if order.refunded else 0}", SAME_KEYS)
+        escalated = sum(not o.refunded for o in day.orders)
+        if len(world.mail(LEAD)) != escalated:
+            raise Fail(f"{escalated} orders waited past their deadline, and the lead got "
+                       f"{len(world.mail(LEAD))} emails", SAME_KEYS)
 
 
 @q1.test("every run started after the deploy is fraud-checked once, before the approver is "
          "asked (the approval email shows its score); runs that asked before the deploy are not",
          hint=CHECK_FIRST)
 def _(deploy, draw):
-    with scratch("ex12") as folder:
-        day = _play(deploy, draw, folder)
-        try:
-            world = Ledgers(day.world)
-            checks, asks = _fraud_checks(world), _asks(world)
-            for order in day.orders:
-                scores, said = checks.get(order.order_id, []), asks.get(order.order_id, [])
-                if order.story in ASKED_BEFORE and scores:
-                    raise Fail(f"{order} asked the approver before the deploy, yet was "
-                               f"fraud-checked {len(scores)} time(s) after it",
-                               "a run that went past the new step's place on the old code "
-                               "follows the path it recorded")
-                if order.story == NEW and len(scores) != 1:
-                    raise Fail(f"{order} was fraud-checked {len(scores)} times; expected once",
-                               CHECK_FIRST if not scores else NEW_KEY)
-                if len(scores) > 1:
-                    raise Fail(f"{order} was fraud-checked {len(scores)} times; expected at most once",
-                               NEW_KEY)
-                if scores and f"fraud score {scores[0]}" not in said:
-                    raise Fail(f"{order} was fraud-checked (score {scores[0]}), but the approval "
-                               f"email said {said!r}: the approver must be asked after the check, "
-                               "with its score", CHECK_FIRST)
-        finally:
-            day.close()
+    with _a_day(draw) as day:
+        _play(deploy, day)
+        world = Ledgers(day.world)
+        checks, asks = _fraud_checks(world), _asks(world)
+        for order in day.orders:
+            scores, said = checks.get(order.order_id, []), asks.get(order.order_id, [])
+            if order.story in ASKED_BEFORE and scores:
+                raise Fail(f"{order} asked the approver before the deploy, yet was "
+                           f"fraud-checked {len(scores)} time(s) after it",
+                           "a run that went past the new step's place on the old code "
+                           "follows the path it recorded")
+            if order.story == NEW and len(scores) != 1:
+                raise Fail(f"{order} was fraud-checked {len(scores)} times; expected once",
+                           CHECK_FIRST if not scores else NEW_KEY)
+            if len(scores) > 1:
+                raise Fail(f"{order} was fraud-checked {len(scores)} times; expected at most once",
+                           NEW_KEY)
+            if scores and f"fraud score {scores[0]}" not in said:
+                raise Fail(f"{order} was fraud-checked (score {scores[0]}), but the approval "
+                           f"email said {said!r}: the approver must be asked after the check, "
+                           "with its score", CHECK_FIRST)
 
 
 def _sweep(deploy, draw, waits, what):
@@ -671,83 +671,71 @@ def _probe(day, can_retire, moment, hint):
          "waiting: True exactly when no unfinished run went past the gate on the old branch",
          hint=BRANCH)
 def _(can_retire, draw):
-    with scratch("ex12") as folder:
-        day = Day(folder, draw)
-        try:
-            day.before_deploy(parked=(2, 4), approved=(0, 0), paid=(0, 1), killed=False)
-            day.deploy(_gate_deploy)
-            _probe(day, can_retire, "right after the deploy", BRANCH)
-            for _ in range(draw.randint(1, 3)):
-                day.later(10, 90)
-                day.start(day.order(NEW))
-            old = day.story(PARKED)
-            draw.shuffle(old)
-            for i, order in enumerate(old):
-                day.later(30, 300)
-                killed = i == len(old) - 1
-                day.say_yes(order, crash="refund" if killed else None)
-                died = " (its process died right after the refund was paid)" if killed else ""
-                _probe(day, can_retire, f"after {i + 1} of {len(old)} old runs were approved{died}",
-                       BRANCH)
-            day.later(1, 10)
-            day.recover()
-            _probe(day, can_retire, "after every old run finished, new ones still waiting", BRANCH)
-            for order in day.story(NEW):
-                day.say_yes(order)
-            _probe(day, can_retire, "after every run finished", BRANCH)
-        finally:
-            day.close()
+    with _a_day(draw) as day:
+        day.before_deploy(parked=(2, 4), approved=(0, 0), paid=(0, 1), killed=False)
+        day.deploy(_gate_deploy)
+        _probe(day, can_retire, "right after the deploy", BRANCH)
+        for _ in range(draw.randint(1, 3)):
+            day.later(10, 90)
+            day.start(day.order(NEW))
+        old = day.story(PARKED)
+        draw.shuffle(old)
+        for i, order in enumerate(old):
+            day.later(30, 300)
+            killed = i == len(old) - 1
+            day.say_yes(order, crash="refund" if killed else None)
+            died = " (its process died right after the refund was paid)" if killed else ""
+            _probe(day, can_retire, f"after {i + 1} of {len(old)} old runs were approved{died}",
+                   BRANCH)
+        day.later(1, 10)
+        day.recover()
+        _probe(day, can_retire, "after every old run finished, new ones still waiting", BRANCH)
+        for order in day.story(NEW):
+            day.say_yes(order)
+        _probe(day, can_retire, "after every run finished", BRANCH)
 
 
 @q2.test("past every old run's deadline, before the scheduler has run: False; after recover() "
          "let them escalate: True",
          hint=DEADLINES)
 def _(can_retire, draw):
-    with scratch("ex12") as folder:
-        day = Day(folder, draw)
-        try:
-            day.before_deploy(parked=(2, 4), approved=(0, 0), paid=(0, 1), killed=False)
-            day.deploy(_gate_deploy)
-            day.later(120, 600)
-            for _ in range(draw.randint(1, 2)):
-                day.start(day.order(NEW))
-                day.later(10, 90)
-            last = max(day.record(o.run_id).wake_at for o in day.story(PARKED))
-            day.clock.advance(last - day.clock() + draw.randint(1, 60) * MINUTE)
-            _probe(day, can_retire, "past every old run's deadline, before recover()", DEADLINES)
-            day.recover()
-            _probe(day, can_retire, "after recover() escalated the old runs (new ones still waiting)",
-                   DEADLINES)
-        finally:
-            day.close()
+    with _a_day(draw) as day:
+        day.before_deploy(parked=(2, 4), approved=(0, 0), paid=(0, 1), killed=False)
+        day.deploy(_gate_deploy)
+        day.later(120, 600)
+        for _ in range(draw.randint(1, 2)):
+            day.start(day.order(NEW))
+            day.later(10, 90)
+        last = max(day.record(o.run_id).wake_at for o in day.story(PARKED))
+        day.clock.advance(last - day.clock() + draw.randint(1, 60) * MINUTE)
+        _probe(day, can_retire, "past every old run's deadline, before recover()", DEADLINES)
+        day.recover()
+        _probe(day, can_retire, "after recover() escalated the old runs (new ones still waiting)",
+               DEADLINES)
 
 
 @q2.test("old runs that never reached the gate, and runs of another workflow, do not need the "
          "old branch: True once the runs that went past it have finished",
          hint=NOT_REACHED)
 def _(can_retire, draw):
-    with scratch("ex12") as folder:
-        day = Day(folder, draw)
-        try:
-            eu = workflow(day.name + "-eu", 1)(refund_v1)     # another workflow, same old code
-            for _ in range(draw.randint(1, 2)):
-                day.start(day.order("a run of another workflow", ours=False), wf=eu)
-            day.before_deploy(parked=(1, 3), approved=(0, 0), paid=(0, 0), killed=False)
-            day.start(day.order(AFTER_LOOKUP), crash=CrashAt("lookup", AFTER_CHECKPOINT))
-            day.not_reached()
-            day.deploy(_gate_deploy)
-            _probe(day, can_retire, "right after the deploy", NOT_REACHED)
-            for order in day.story(PARKED):
-                day.later(30, 300)
-                day.say_yes(order)
-            _probe(day, can_retire, "after the old runs that had asked finished (two were killed "
-                                    "before asking; runs of another workflow still wait)", NOT_REACHED)
-            day.later(1, 10)
-            day.recover()
-            _probe(day, can_retire, "after recover() continued the runs killed before asking",
-                   NOT_REACHED)
-        finally:
-            day.close()
+    with _a_day(draw) as day:
+        eu = workflow(day.name + "-eu", 1)(refund_v1)     # another workflow, same old code
+        for _ in range(draw.randint(1, 2)):
+            day.start(day.order("a run of another workflow", ours=False), wf=eu)
+        day.before_deploy(parked=(1, 3), approved=(0, 0), paid=(0, 0), killed=False)
+        day.start(day.order(AFTER_LOOKUP), crash=CrashAt("lookup", AFTER_CHECKPOINT))
+        day.not_reached()
+        day.deploy(_gate_deploy)
+        _probe(day, can_retire, "right after the deploy", NOT_REACHED)
+        for order in day.story(PARKED):
+            day.later(30, 300)
+            day.say_yes(order)
+        _probe(day, can_retire, "after the old runs that had asked finished (two were killed "
+                                "before asking; runs of another workflow still wait)", NOT_REACHED)
+        day.later(1, 10)
+        day.recover()
+        _probe(day, can_retire, "after recover() continued the runs killed before asking",
+               NOT_REACHED)
 
 
 # q3 ------------------------------------------------------------------------------------------
@@ -787,9 +775,8 @@ STARTS_AT = ("a fork executes every step from the one it starts at: start at the
 class Receipts:
     """Runs that completed with correct emails, then with the cents bug; then the fix."""
 
-    def __init__(self, folder, draw):
-        self.folder = folder
-        self.day = day = Day(folder, draw)
+    def __init__(self, day):
+        self.folder, self.day, draw = day.folder, day, day.draw
         self.good, self.bad = [], []
         for group, email, story in ((self.good, tell_customer, "told before the bug shipped"),
                                     (self.bad, tell_customer_in_cents, "told by the buggy step")):
@@ -882,32 +869,26 @@ class Receipts:
          "nobody else mailed",
          hint=DEDUPED)
 def _(resend, draw):
-    with scratch("ex12") as folder:
-        receipts = Receipts(folder, draw)
-        try:
-            before = receipts.state()
-            receipts.resend(resend)
-            receipts.expect(before, receipts.state(), "after resend(engine, run_ids)")
-        finally:
-            receipts.day.close()
+    with _a_day(draw) as day:
+        receipts = Receipts(day)
+        before = receipts.state()
+        receipts.resend(resend)
+        receipts.expect(before, receipts.state(), "after resend(engine, run_ids)")
 
 
 @q3.test("resend called again, by a new process (a retry of the whole job): nothing more "
          "happens", hint=REPEATED)
 def _(resend, draw):
     source = _portable(resend)
-    with scratch("ex12") as folder:
-        receipts = Receipts(folder, draw)
-        try:
-            before = receipts.state()
-            receipts.resend(resend)
-            once = receipts.state()
-            receipts.day.later(30, 120)
-            receipts.resend_in_a_new_process(source)
-            receipts.expect(before, once, "after the first call")
-            receipts.expect(before, receipts.state(), "after a second call, in a new process")
-        finally:
-            receipts.day.close()
+    with _a_day(draw) as day:
+        receipts = Receipts(day)
+        before = receipts.state()
+        receipts.resend(resend)
+        once = receipts.state()
+        receipts.day.later(30, 120)
+        receipts.resend_in_a_new_process(source)
+        receipts.expect(before, once, "after the first call")
+        receipts.expect(before, receipts.state(), "after a second call, in a new process")
 
 
 @q3.test("the process dies in the middle of resend, right after a corrected email went out; "
@@ -916,14 +897,11 @@ def _(resend, draw):
               "the same run id: its email step then sends with the key it used before")
 def _(resend, draw):
     source = _portable(resend)
-    with scratch("ex12") as folder:
-        receipts = Receipts(folder, draw)
-        try:
-            before = receipts.state()
-            receipts.resend(resend, crash=CrashAt("email", AFTER_EFFECT))
-            receipts.day.later(30, 120)
-            receipts.resend_in_a_new_process(source)
-            receipts.expect(before, receipts.state(),
-                            "after a crash and a second call, in a new process")
-        finally:
-            receipts.day.close()
+    with _a_day(draw) as day:
+        receipts = Receipts(day)
+        before = receipts.state()
+        receipts.resend(resend, crash=CrashAt("email", AFTER_EFFECT))
+        receipts.day.later(30, 120)
+        receipts.resend_in_a_new_process(source)
+        receipts.expect(before, receipts.state(),
+                        "after a crash and a second call, in a new process")
