@@ -2,6 +2,9 @@
 once and resumed by a fresh engine (grading/harness.py), and the world's ledgers read for a
 check (grading/ledgers.py)."""
 
+import signal
+import time
+
 import pytest
 
 import durable_lite as dl
@@ -110,3 +113,30 @@ def test_an_exercise_that_cannot_run_here_is_not_graded_and_its_tests_skip(monke
         needs_exercise("14_port_to_dbos")
     monkeypatch.undo()
     needs_exercise("02_memoize")                       # nothing needed: no skip
+
+
+class _Inner(BaseException):
+    pass
+
+
+def _spin(seconds):
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        pass
+
+
+def test_a_limit_inside_a_tests_limit_stops_its_call_and_leaves_the_outer_deadline_standing():
+    """checks.time_limit nests (exercise 13 limits one learner call inside the test's own
+    limit): the shorter deadline wins, with its own error, and the outer one still holds."""
+    from durable_lite.grading.checks import TestTookTooLong, time_limit
+    with pytest.raises(TestTookTooLong):                  # inner shorter: the call stops...
+        with time_limit(0.6):
+            with pytest.raises(_Inner):
+                with time_limit(0.1, _Inner):
+                    _spin(2)
+            _spin(2)                                      # ...and the test's limit still fires
+    with pytest.raises(TestTookTooLong):                  # outer shorter: the outer's error
+        with time_limit(0.1):
+            with time_limit(5, _Inner):
+                _spin(2)
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)

@@ -31,6 +31,7 @@ import sys
 import sysconfig
 import tempfile
 import threading
+import time
 import traceback
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Dict, List, Optional
@@ -272,7 +273,7 @@ def _run_test(test: Test, answers, draw: Draw, limit: float) -> TestResult:
     extra = {"draw": draw} if test.draws else {}
     state = random.getstate()    # a check must not move the notebook's own random numbers
     try:
-        with _time_limit(limit), contextlib.redirect_stdout(sink), \
+        with time_limit(limit), contextlib.redirect_stdout(sink), \
                 contextlib.redirect_stderr(sink):
             test.fn(*answers, **extra)
     except Fail as fail:
@@ -377,23 +378,34 @@ def sanitize(text: str) -> str:
 
 
 @contextlib.contextmanager
-def _time_limit(seconds: float):
-    """Raise TestTookTooLong in this thread after `seconds` (Unix main thread only)."""
-    usable = hasattr(signal, "SIGALRM") and threading.current_thread() is threading.main_thread()
+def time_limit(seconds: float, error=TestTookTooLong):
+    """Raise `error` in this thread after `seconds` (Unix main thread only; elsewhere no
+    limit). Limits nest: inside another one (a check's limit on one call, within the
+    test's own), the outer deadline still holds, its own handler runs if it comes first,
+    and its timer is put back afterwards, less the time spent inside."""
+    usable = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
     if not usable:
         yield
         return
+    outer, _ = signal.getitimer(signal.ITIMER_REAL)
+    outer_first = bool(outer) and outer <= seconds
+    previous = signal.getsignal(signal.SIGALRM)
 
     def on_alarm(signum, frame):
-        raise TestTookTooLong()
+        if outer_first and callable(previous):
+            previous(signum, frame)
+        raise error()
 
-    previous = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    started = time.monotonic()
+    signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, outer if outer_first else seconds)
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        if outer:
+            signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - started), 1e-3))
 
 
 # the callable a notebook uses ------------------------------------------------------------

@@ -28,13 +28,10 @@ import contextlib
 import inspect
 import math
 import numbers
-import signal
 import sys
-import threading
-import time
 
 from ... import costs
-from ..checks import Exercise, Fail, NotAttempted
+from ..checks import Exercise, Fail, NotAttempted, time_limit
 from ..harness import needs_callable
 
 EXERCISE = Exercise("13_costs", "What a crash re-spends, and when to bother",
@@ -76,30 +73,6 @@ class _TooSlow(BaseException):
     so a broad `except Exception` in a loop cannot swallow it)."""
 
 
-@contextlib.contextmanager
-def _within(seconds):
-    """Stop the block after `seconds`, inside the test's own time limit (which is put back,
-    less the time spent here). Unix main thread only; elsewhere, no limit of its own."""
-    if not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    outer, _ = signal.getitimer(signal.ITIMER_REAL)
-
-    def on_alarm(signum, frame):
-        raise _TooSlow()
-
-    previous = signal.signal(signal.SIGALRM, on_alarm)
-    started = time.monotonic()
-    signal.setitimer(signal.ITIMER_REAL, min(seconds, outer) if outer else seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-        if outer:
-            signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - started), 1e-3))
-
-
 def call(fn, name, shown, *args, limit=None, none_ok=False):
     """fn(*args), refused if it reaches into durable_lite.costs; `shown` is the call as the
     feedback writes it. A None it returns is a stub's ("not attempted") unless `none_ok`."""
@@ -113,7 +86,7 @@ def call(fn, name, shown, *args, limit=None, none_ok=False):
         pass
     with _watching_costs() as called:
         try:
-            with _within(limit) if limit else contextlib.nullcontext():
+            with time_limit(limit, _TooSlow) if limit else contextlib.nullcontext():
                 result = fn(*args)
         except _TooSlow:
             raise Fail(f"{shown} had not returned after {limit:g} s",
