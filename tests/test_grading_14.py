@@ -214,6 +214,7 @@ def test_a_result_of_another_shape_fails(port):
     assert "your port returned" in results[NO_CRASH].message
 
 
+@needs_dbos
 def test_a_name_the_lesson_already_uses_fails_every_test(port):
     def answer(folder, sub_id, unused):
         return None
