@@ -375,7 +375,10 @@ def test_two_engines_starting_one_run_id_in_turn_execute_each_step_once(eng):
 
 # a step's cost --------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("cost", [lambda r: r["usd"], lambda r: None, float("nan"), float("inf"), -1.0],
+# (A number that is not a cost is refused when the dl.Step is made: test_core_options.py.
+# A function of the result can only be judged once the step has run.)
+@pytest.mark.parametrize("cost", [lambda r: r["usd"], lambda r: None, lambda r: float("nan"),
+                                  lambda r: float("inf"), lambda r: -1.0],
                          ids=["raises", "none", "nan", "inf", "negative"])
 def test_a_cost_that_is_not_a_finite_non_negative_number_is_a_recorded_step_failure(eng, cost):
     """The model was called (and paid) already: the step's failure is recorded in place of

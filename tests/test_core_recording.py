@@ -90,7 +90,8 @@ def test_invalidating_the_failed_step_runs_it_again_once_the_code_is_fixed(eng):
         dl.workflow("recording-set")(returns_set.fn)   # leave the module's version in place
 
 
-@pytest.mark.parametrize("cost", [lambda r: r["usd"], float("nan"), -1.0], ids=["raises", "nan", "negative"])
+@pytest.mark.parametrize("cost", [lambda r: r["usd"], lambda r: float("nan"), lambda r: -1.0],
+                         ids=["raises", "nan", "negative"])
 def test_a_step_whose_cost_cannot_be_counted_is_recorded_as_failed_and_not_repeated(eng, cost):
     @dl.workflow("recording-bad-cost")
     def wf(ctx):
