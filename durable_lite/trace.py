@@ -66,6 +66,7 @@ from typing import Any, Dict, Iterator, List, Optional
 
 from . import jsonvalue
 from .errors import UnknownRunError
+from .lease import owner_is_dead
 from .store.records import (ERROR, FINISHED, SIGNAL, SLEEPING, STEP, TIMER, WAITING, WOKE)
 
 # Kinds of span, from the root down.
@@ -255,8 +256,11 @@ class _Execution:
     def span(self, record, now, invalidated, last) -> Span:
         records = self.records()
         start = self.first_seen(default=now)
+        # Still running: the last go, not ended, its worker still holding a lease that has
+        # not expired, and not a process on this host that no longer exists (lease.py).
         running = (last and self.ended is None and record.status not in FINISHED
-                   and record.lease_owner == self.worker and (record.lease_expires or 0) > now)
+                   and record.lease_owner == self.worker and (record.lease_expires or 0) > now
+                   and not owner_is_dead(self.worker))
         if self.ended:
             status, end = _ENDINGS[self.ended], self.end
         elif running:
@@ -323,15 +327,18 @@ def _assign_entries(executions, entries):
     checkpoint no logged execution can own (a store from before the event log) gets an
     execution inferred for its worker.
     """
+    by_worker: Dict[Optional[str], List[_Execution]] = {}
+    for x in executions:
+        by_worker.setdefault(x.worker, []).append(x)
     for entry in entries:
-        owners = [x for x in executions
-                  if x.worker == entry.worker and x.replayed <= entry.position]
+        owners = [x for x in by_worker.get(entry.worker, ()) if x.replayed <= entry.position]
         if not owners:
             x = executions[-1] if executions and executions[-1].began == "inferred" \
                 and executions[-1].worker == entry.worker else None
             if x is None:
                 x = _Execution(len(executions) + 1, entry.worker, None, "inferred")
                 executions.append(x)
+                by_worker.setdefault(entry.worker, []).append(x)
             owners = [x]
         owners[-1].entries.append(entry)
     executions.sort(key=lambda x: x.first_seen())
@@ -345,11 +352,16 @@ def _step_spans(execution, start, status, invalidated) -> List[Span]:
     failures: Dict[int, list] = {}
     for f in execution.failures:
         failures.setdefault(f.position, []).append(f)
-    spans = []
+    # A step with no checkpoint began where the execution's previous record ended: walk the
+    # positions in order, keeping the latest end so far (one pass, however long the run).
+    records = sorted(execution.entries, key=lambda e: e.position)
+    spans, seen, begun = [], 0, start
     for position in sorted(set(entries) | set(failures)):
-        # A step with no checkpoint began where the execution's previous record ended.
-        begun = max([start, *(e.ended_at for e in execution.entries
-                              if e.position < position and e.ended_at is not None)])
+        while seen < len(records) and records[seen].position < position:
+            ended = records[seen].ended_at
+            if ended is not None and ended > begun:
+                begun = ended
+            seen += 1
         spans.append(_step_span(execution, position, entries.get(position),
                                 failures.get(position, []), begun, status, invalidated))
     return spans
@@ -432,9 +444,12 @@ def _model_usage(result) -> Optional[dict]:
 def _parked_spans(entries, events, record, now) -> List[Span]:
     """A span per wait and sleep: from its timer (first reached) to its outcome (carried on)."""
     signals: Dict[str, list] = {}
+    last_park: Dict[str, str] = {}          # name -> the kind of its latest park event
     for e in events:
         if e.kind == "signal":
             signals.setdefault(e.name, []).append(e)
+        elif e.kind in (WAITING, SLEEPING):
+            last_park[e.name] = e.kind
     by_position = {e.position: e for e in entries}
     spans = []
     for timer in entries:
@@ -443,7 +458,7 @@ def _parked_spans(entries, events, record, now) -> List[Span]:
         outcome = by_position.get(timer.position + 1)
         if outcome is not None and (outcome.kind not in (SIGNAL, WOKE) or outcome.name != timer.name):
             outcome = None
-        kind = _parked_kind(outcome, timer, record, events)
+        kind = _parked_kind(outcome, timer, record, last_park)
         if kind is None:
             continue
         at = jsonvalue.decode(timer.result_json)
@@ -467,13 +482,12 @@ def _parked_spans(entries, events, record, now) -> List[Span]:
     return spans
 
 
-def _parked_kind(outcome, timer, record, events) -> Optional[str]:
+def _parked_kind(outcome, timer, record, last_park) -> Optional[str]:
     if outcome is not None:
         return WAIT if outcome.kind == SIGNAL else SLEEP
     # Not carried on past yet: the run is parked here now, or was when it last stopped.
     if record.status in (WAITING, SLEEPING) and record.waiting_for == timer.name:
         return WAIT if record.status == WAITING else SLEEP
-    parks = [e.kind for e in events if e.kind in (WAITING, SLEEPING) and e.name == timer.name]
-    if parks:
-        return WAIT if parks[-1] == WAITING else SLEEP
+    if timer.name in last_park:
+        return WAIT if last_park[timer.name] == WAITING else SLEEP
     return None
