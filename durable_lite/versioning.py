@@ -34,7 +34,7 @@ import random
 from . import jsonvalue
 from .context import Context, Halt, Park, StepFailed, check_name
 from .errors import (LeaseHeldError, NonDeterminismError, RunArgumentsMismatch,
-                     RunFinishedError, UnknownStepError, UpgradeRefused)
+                     RunFinishedError, StepResultNotJSON, UnknownStepError, UpgradeRefused)
 from .store.records import (COMPLETED, DIVERGED, ERROR, PARKED, PATCH, RUNNING, SIGNAL, STEP,
                             TIMER, Entry, RunRecord)
 from .workflow import latest, lookup, registered
@@ -413,6 +413,7 @@ def _migrate(record, entries, path, refuse):
         if not isinstance(state.args, list) or not isinstance(state.kwargs, dict):
             refuse(f"the migration {m.fn.__name__} left args as {type(state.args).__name__} "
                    f"and kwargs as {type(state.kwargs).__name__}; they must be a list and a dict")
+        _check_json(state, m, refuse)
         state.version = m.to_version
     what = f"the migrated state of run {record.run_id!r}"
     new_record = record.copy(version=state.version,
@@ -428,6 +429,18 @@ def _migrate(record, entries, path, refuse):
                 changed.append(e.position)
         new_entries.append(e)
     return new_record, new_entries, changed
+
+
+def _check_json(state, m, refuse):
+    """Every value a migration leaves must be recordable, or the upgrade is refused naming it."""
+    values = [("args", state.args), ("kwargs", state.kwargs),
+              *((f"step {label!r}", v) for label, v in state.steps.items()),
+              *((f"wait {label!r}", v) for label, v in state.waits.items())]
+    for what, value in values:
+        try:
+            jsonvalue.encode(value, what=f"{what} is")
+        except StepResultNotJSON as exc:
+            refuse(f"the migration {m.fn.__name__} left a value JSON cannot hold: {exc}")
 
 
 def _where(record, entries) -> str:

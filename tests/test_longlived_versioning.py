@@ -479,3 +479,26 @@ def test_one_gate_name_at_two_points_decides_at_each(eng):
     labels = [(e.kind, e.label) for e in eng.store.load_entries("two")]
     assert labels == [("patch", "cap"), ("patch", "cap#2")]
     assert eng.check_replay("two").outcome == "finishes with no new work"
+
+
+def test_a_migration_that_leaves_a_value_json_cannot_hold_is_refused_naming_it(eng):
+    v1, _ = define_cents_versions()
+    eng.start(v1, "A-9", 3.0, run_id="not-json")
+
+    @dl.migration("vx-cents", from_version=1, to_version=2)
+    def into_a_set(state):
+        state.args = [state.args[0], {300}]
+        return state
+
+    with pytest.raises(dl.UpgradeRefused, match=r"'not-json'.*into_a_set.*set") as err:
+        eng.upgrade("not-json", to_version=2)
+    assert "Nothing was changed" in str(err.value)
+
+    @dl.migration("vx-cents", from_version=1, to_version=2)
+    def step_into_an_object(state):
+        state.steps["ask"] = object()
+        return state
+
+    with pytest.raises(dl.UpgradeRefused, match=r"step_into_an_object.*'ask'"):
+        eng.upgrade("not-json", to_version=2)
+    assert eng.get("not-json").version == 1
