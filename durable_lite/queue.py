@@ -53,7 +53,7 @@ import json
 import math
 
 from .clock import FakeClock
-from .errors import DurableError, WorkflowNotRegistered
+from .errors import DurableError, RunArgumentsMismatch, WorkflowNotRegistered
 from .store.records import QUEUED, RUNNING, SLEEPING, UNFINISHED, RunRecord
 
 _NOBODY = object()      # no key may start now (a key itself may be None: "no key")
@@ -155,8 +155,27 @@ def enqueue(engine, queue, wf, args, kwargs, key, run_id, budget):
         if existing is None:
             raise
         _check_same_run(existing, wf, args_json, kwargs_json)
+        _check_same_place(store, run_id, queue.name, key)
         return engine.get(run_id)
     return engine._snapshot(record, Usage(0, 0.0))
+
+
+def _check_same_place(store, run_id, queue, key):
+    """Enqueueing an existing run again is idempotent only in the same queue, under the
+    same key: anywhere else, the caller believes in a place the run does not have."""
+    places = [q for q in store.queued_runs() if q.run_id == run_id]
+    if not places:
+        raise RunArgumentsMismatch(
+            f"run {run_id!r} was started directly, not in a queue, so it cannot be enqueued "
+            f"into {_where(queue, key)}; use a new run id to queue new work")
+    place = places[0]
+    if (place.queue, place.key) != (queue, key):
+        def told(name, k):
+            return f"queue {name!r} with " + ("no key" if k is None else f"key {k!r}")
+        raise RunArgumentsMismatch(
+            f"run {run_id!r} was enqueued in {told(place.queue, place.key)}; enqueueing it "
+            f"again into {told(queue, key)} cannot move it. Use a new run id, or enqueue it "
+            "where it is.")
 
 
 def refuse(engine, record):

@@ -345,3 +345,18 @@ def test_a_schema_4_file_gains_the_queue_tables_and_keeps_its_runs(tmp_path, sto
     assert engine.resume("v4-1").result == 4                   # the old run goes on
     engine.enqueue(dl.Queue("llm"), quick, 5, run_id="new")
     assert [r.result for r in engine.work(dl.Queue("llm"))] == [5]
+
+
+def test_enqueueing_an_existing_run_into_another_queue_or_key_is_refused_naming_both(eng):
+    llm, mail = dl.Queue("llm"), dl.Queue("mail")
+    eng.enqueue(llm, quick, 7, key="acme", run_id="r1")
+    assert eng.enqueue(llm, quick, 7, key="acme", run_id="r1").status == dl.QUEUED   # idempotent
+    for queue, key in ((mail, "acme"), (llm, "globex"), (llm, None)):
+        with pytest.raises(RunArgumentsMismatch) as err:
+            eng.enqueue(queue, quick, 7, key=key, run_id="r1")
+        message = str(err.value)
+        assert "'r1'" in message and "'llm'" in message and "'acme'" in message, message
+    eng.start(quick, 8, run_id="direct")
+    with pytest.raises(RunArgumentsMismatch, match="'direct'.*not in a queue"):
+        eng.enqueue(llm, quick, 8, run_id="direct")
+    assert [q.queue for q in eng.store.queued_runs()] == ["llm"]
