@@ -243,8 +243,11 @@ class Context:
             self._record_failure(name, position, occurrence, attempts, error, started,
                                  effect_happened=True)
             raise StepFailed(self.run_id, label, attempts, error, unrecordable)
-        self._commit(Entry(position, STEP, name, occurrence, text, attempts, started,
-                           engine.clock(), engine.worker, cost), label)
+        try:
+            self._commit(Entry(position, STEP, name, occurrence, text, attempts, started,
+                               engine.clock(), engine.worker, cost), label)
+        except StoreWriteError as refused:
+            self._result_refused(name, position, occurrence, attempts, started, refused)
         usage = self.usage
         usage.steps += 1
         if cost:
@@ -267,6 +270,24 @@ class Context:
         self._commit(Entry(position, ERROR, name, occurrence, detail, attempts, started,
                            self._engine.clock(), self._engine.worker), _label(name, occurrence))
         self.usage.steps += 1
+
+    def _result_refused(self, name, position, occurrence, attempts, started, refused):
+        """The store would not take this step's result, after its function ran.
+
+        If the store still takes a small entry, the refusal was about this result (too
+        large for the store, a constraint on the file) and waiting will not change it: the
+        failure is recorded in the result's place, with the effect marked as happened, as
+        for a result that is not JSON. Otherwise the store takes nothing at all: the
+        original error stops the execution with the position free (StoreWriteError)."""
+        cause = refused.__cause__ or refused
+        error = (f"the store refused its result ({type(cause).__name__}: {cause}); its "
+                 "function ran, so it is not run again")
+        try:
+            self._record_failure(name, position, occurrence, attempts, error, started,
+                                 effect_happened=True)
+        except StoreWriteError:
+            raise refused from None
+        raise StepFailed(self.run_id, _label(name, occurrence), attempts, error, refused)
 
     def _cost_of(self, spec, label, value) -> float:
         """The step's cost, which budgets add up: a finite number >= 0, or ValueError."""

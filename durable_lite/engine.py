@@ -37,12 +37,14 @@ position lets durable_lite's limit be small without ever catching a run that mak
 import json
 import math
 import os
+import weakref
 
 from . import jsonvalue
 from .clock import FakeClock, SystemClock, random_ids, sleeper_for
 from .context import Context, Halt, Park, check_name
-from .errors import (LeaseHeldError, LeaseLostError, NonDeterminismError, RunArgumentsMismatch,
-                     RunFinishedError, StoreWriteError, UnknownRunError, WorkflowNotRegistered)
+from .errors import (DurableError, LeaseHeldError, LeaseLostError, NonDeterminismError,
+                     RunArgumentsMismatch, RunFinishedError, SharedWorkerError, StoreWriteError,
+                     UnknownRunError, WorkflowNotRegistered)
 from .lease import HOST, Heartbeat, RunTurns, owner_is_dead
 from .saga import Compensated
 from .store.records import (COMPENSATED, COMPLETED, DEAD, DIVERGED, ERROR, FAILED, HALTED,
@@ -86,14 +88,39 @@ class Engine:
         self.jitter_rng = random.Random(seed)           # retry jitter, apart from ctx.random
         self.sleep = sleep or sleeper_for(self.clock)
         self.lease_seconds = lease_seconds
-        self.worker = worker or f"{HOST}:{os.getpid()}:{os.urandom(3).hex()}"
         self.max_interruptions = max_interruptions
         self.crash_at = crash_at
         self.on_step = None       # optional hook(label, "executed"|"replayed") for lab widgets
+        self._named = worker      # a name given by hand (None: one is made per process)
+        self._forked_from = None  # set in a forked child of the process a named engine was made in
+        self._start_process()
+        _ENGINES.add(self)
+
+    def _start_process(self):
+        """What belongs to one process, not to the engine: the worker's name (a fork is a
+        new worker), the leases it holds, its threads' turns and its heartbeat thread."""
+        self.worker = self._named or f"{HOST}:{os.getpid()}:{os.urandom(3).hex()}"
         self._lease_until = {}    # run id -> until when this worker surely holds its lease
         self._turns = RunTurns()  # which of this engine's threads executes which run
         # Fake time does not pass while a step runs, so only a real clock needs a heartbeat.
         self._heartbeat = None if isinstance(self.clock, FakeClock) else Heartbeat(self)
+
+    def _after_fork(self, parent):
+        """In a forked child. An engine with a made-up name becomes a worker of its own;
+        one named by hand refuses to work (see _check_own_process): its name is not ours
+        to change, and sharing it would make the parent's leases look like the child's."""
+        if self._named is not None:
+            self._forked_from = parent
+        self._start_process()
+
+    def _check_own_process(self):
+        if self._forked_from is not None:
+            raise SharedWorkerError(
+                f"this engine, worker {self._named!r}, was made in process {self._forked_from} "
+                f"and is used in a process forked from it ({os.getpid()}): two processes must "
+                "not share a worker name, or each takes the other's leases for its own. In the "
+                "child, make an Engine of its own with another worker= name, or leave worker= "
+                "unset: an engine with a made-up name becomes a new worker in each fork.")
 
     def __repr__(self):
         return f"Engine({self.store!r})"
@@ -124,6 +151,7 @@ class Engine:
         """
         wf, run_id, args_json, kwargs_json, budget_json = self._new_run(wf, run_id, args, kwargs,
                                                                         budget)
+        self._check_own_process()
         with self._turns.take(run_id):
             now = self.clock()
             # The run is created with our lease already on it, so no other worker's
@@ -473,6 +501,7 @@ class Engine:
 
     # leases: one worker per run at a time (the rules are in lease.py)
     def _take_lease(self, run_id, record) -> bool:
+        self._check_own_process()
         now = self.clock()
         until = now + self.lease_seconds
         steal = record.lease_owner if owner_is_dead(record.lease_owner) else None
@@ -586,11 +615,28 @@ class Engine:
                     f"{entries[ctx.position].label!r}")
                 self._diverged(record, error)
                 raise error
-            self._end(record, "completed", status=COMPLETED, result_json=text)
+            self._end_completed(record, text)
         # Build the answer from what this execution already holds (the record it kept in
         # step with its writes, the usage it counted over every checkpoint): no second read.
         usage = ctx.usage if ctx.position >= ctx.recorded else self._usage(ctx.entries, record)
         return self._snapshot(record, usage, ctx.executed, ctx.replayed)
+
+    def _end_completed(self, record, text):
+        """Record the run completed with its result; if the store refuses that result (too
+        large for it, a constraint), fail the run saying why, rather than leave it running
+        for every recover() to replay up to the same refusal."""
+        try:
+            self._end(record, "completed", status=COMPLETED, result_json=text)
+        except DurableError:
+            raise                    # a lost lease, a deleted file: said already
+        except Exception as exc:     # noqa: BLE001 - told to the run's reader below
+            message = (f"the workflow finished, but the store refused its result "
+                       f"({type(exc).__name__}: {exc})")
+            try:
+                self._end(record, "failed", message, status=FAILED, error=message)
+            except Exception:        # noqa: BLE001 - the store takes nothing: say so
+                raise StoreWriteError(f"run {record.run_id!r}: {message}, and then refused "
+                                      "to record that too") from exc
 
     def _take_up(self, record):
         """Load the run's checkpoints and count this execution before it starts (see
@@ -652,6 +698,9 @@ class Engine:
         so, in one write that also lets go of the run's lease. It did end, so nothing is
         left in flight."""
         fields.setdefault("interruptions", 0)
+        # The run's file may have been deleted or replaced while it executed: its writes
+        # then went where nobody reads them. Say so before calling the run finished.
+        self.store.check_file()
         with self.store.batch():
             self._update(record, taken_up_at=None, updated_at=self.clock(), lease_owner=None,
                          lease_expires=None, **fields)
@@ -665,6 +714,26 @@ class Engine:
         self.store.update_run(record.run_id, owner=self.worker, **fields)
         for name, value in fields.items():
             setattr(record, name, value)
+
+
+# Every engine of this process, so that a forked child can make each a worker of its own.
+_ENGINES = weakref.WeakSet()
+
+
+_PARENT = [os.getpid()]       # the forking process's pid, for the child's handler
+
+
+def _before_fork():
+    _PARENT[0] = os.getpid()
+
+
+def _after_fork_in_child():
+    for engine in list(_ENGINES):
+        engine._after_fork(_PARENT[0])
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
 
 
 def _earliest(*times):

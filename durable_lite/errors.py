@@ -44,6 +44,11 @@ class LeaseHeldError(DurableError):
     """Another live worker holds the lease on this run."""
 
 
+class SharedWorkerError(DurableError):
+    """An engine with a worker name given by hand was inherited by a forked process: two
+    processes would work under one name, and each would take the other's leases for its own."""
+
+
 class LeaseLostError(DurableError):
     """This worker's lease expired and another worker took the run over."""
 

@@ -256,6 +256,7 @@ def start_next(engine, name):
                 return None, reopen
             key, run_id = chosen
             _check_registered(store, name, run_id)
+            engine._check_own_process()
             record = store.take_from_queue(name, key, engine.worker, now,
                                            now + engine.lease_seconds)
             # This engine's other threads leave the run to this one (lease.py, rule 5).

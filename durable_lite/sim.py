@@ -446,7 +446,8 @@ def world_at(folder, **options) -> World:
 
     Step functions call it on every call: the ledger files are opened once, not per step.
     """
-    key = (os.fspath(folder), tuple(sorted(options.items())))
+    # A forked child opens its own: SQLite connections must not cross a fork.
+    key = (os.fspath(folder), tuple(sorted(options.items())), os.getpid())
     if key not in _worlds:
         _worlds[key] = World(folder, **options)
     return _worlds[key]

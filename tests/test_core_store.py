@@ -335,3 +335,69 @@ def test_a_batch_commits_its_writes_together_or_not_at_all(any_store, clock):
             any_store.create_run(RunRecord("c", "wf", 1, "[]", "{}", "running", clock(), clock()))
         any_store.add_event(Event("c", clock(), "started"))
     assert any_store.get_run("c").status == "running" and len(any_store.events("c")) == 1
+
+
+# damaged files: refused naming the file, never a bare sqlite3 error ---------------------
+
+def _store_with_entries(path):
+    store = dl.SQLiteStore(path)
+    engine = dl.Engine(store, dl.FakeClock())
+
+    @dl.workflow("damaged-file")
+    def fifty(ctx):
+        for _ in range(50):
+            ctx.step("s", lambda: "x" * 100)
+
+    engine.start(fifty, run_id="r")
+    store.close()
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")      # everything into the main file
+    db.close()
+    with open(path, "rb") as f:
+        return bytearray(f.read())
+
+
+def _damage(path, data, find, offset, value):
+    at = data.index(find) + offset
+    data[at] = value
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+def test_a_folder_given_as_the_store_path_is_refused_naming_it(tmp_path):
+    with pytest.raises(StoreFileError, match="folder") as err:
+        dl.SQLiteStore(str(tmp_path))
+    assert str(tmp_path) in str(err.value)
+
+
+def test_a_store_whose_table_list_holds_bytes_that_are_not_text_is_refused_naming_it(tmp_path):
+    path = str(tmp_path / "runs.db")
+    data = _store_with_entries(path)
+    _damage(path, data, b"tableentriesentries", len(b"table"), 0xFF)
+    with pytest.raises(StoreFileError, match="damaged") as err:
+        dl.SQLiteStore(path)
+    assert path in str(err.value)
+
+
+@pytest.mark.parametrize("find, offset, value, what", [
+    (b'"xxxxxxxx', 3, 0xFF, "text that is not UTF-8"),
+    (b'"xxxxxxxx', None, 0x00, "a page whose header is destroyed"),
+])
+def test_a_store_with_a_damaged_page_is_refused_at_the_first_read_naming_the_file(
+        tmp_path, find, offset, value, what):
+    path = str(tmp_path / "runs.db")
+    data = _store_with_entries(path)
+    if offset is None:                                   # the first byte of that row's page
+        page = data.index(find) // 4096
+        data[page * 4096] = value
+        with open(path, "wb") as f:
+            f.write(data)
+    else:
+        _damage(path, data, find, offset, value)
+    store = dl.SQLiteStore(path)
+    try:
+        with pytest.raises(StoreFileError, match="damaged") as err:
+            store.load_entries("r")
+        assert path in str(err.value), what
+    finally:
+        store.close()

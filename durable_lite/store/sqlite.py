@@ -8,6 +8,11 @@
 - Values are JSON text. Opening a store never unpickles or evaluates anything.
 - One connection per store object, shared by the threads that use it: a lock makes them
   take turns, so no thread's statement lands inside another thread's transaction.
+- A forked child (multiprocessing's default start method on Linux) never uses the
+  connection it inherited: SQLite's locks belong to the process that opened the file, so a
+  connection carried across a fork can corrupt it. The child opens its own (see _reopen).
+- A damaged file is refused with StoreFileError naming it, whether the damage shows when
+  the store opens or at the first read that meets it: never a bare sqlite3 error.
 """
 
 import contextlib
@@ -15,6 +20,7 @@ import os
 import sqlite3
 import threading
 import time
+import weakref
 
 from ..errors import LeaseLostError, StoreFileError, UnknownRunError
 from .base import Store
@@ -48,22 +54,66 @@ class SQLiteStore(Store):
             raise ValueError(f"durability must be 'process' or 'power', not {durability!r}")
         self.path = os.fspath(path)
         self.durability = durability
+        self._timeout = timeout
         self._lock = threading.RLock()
         self._check_can_write()
-        self._check_is_ours_before_writing()
         try:
-            # isolation_level=None: we issue BEGIN/COMMIT ourselves, so a single INSERT is
-            # exactly one committed transaction and nothing is left open between calls.
-            self._db = sqlite3.connect(self.path, timeout=timeout, isolation_level=None,
-                                       check_same_thread=False)
-            self._db.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
-            enable_wal(self._db)
-            self._db.execute(f"PRAGMA synchronous = {_SYNC[durability]}")
+            self._check_is_ours_before_writing()
+            self._db = self._connect()
             self._migrate()
         except sqlite3.OperationalError as exc:
-            raise StoreFileError(f"cannot open {self.path} as a store ({exc}); check that the "
-                                 "file and its folder exist and are writable") from None
+            if _damage(exc) is None:
+                raise StoreFileError(f"cannot open {self.path} as a store ({exc}); check that "
+                                     "the file and its folder exist and are writable") from None
+            raise self._damaged(exc) from None
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
+            raise self._damaged(exc) from None
         self._identity = _identity(self.path)
+        self._pid = os.getpid()
+        _OPEN.add(self)
+
+    def _connect(self, create=True):
+        # isolation_level=None: we issue BEGIN/COMMIT ourselves, so a single INSERT is
+        # exactly one committed transaction and nothing is left open between calls.
+        where, uri = self.path, False
+        if not create:                 # reopening: never make an empty file where one was
+            where, uri = _file_uri(self.path, "mode=rw"), True
+        db = sqlite3.connect(where, timeout=self._timeout, isolation_level=None,
+                             check_same_thread=False, uri=uri)
+        db.execute(f"PRAGMA busy_timeout = {int(self._timeout * 1000)}")
+        enable_wal(db)
+        db.execute(f"PRAGMA synchronous = {_SYNC[self.durability]}")
+        return db
+
+    def _reopen(self):
+        """In a forked child: a lock of its own (the parent's may have been held by a thread
+        that does not exist here) and a connection of its own. The inherited connection is
+        kept, untouched, so that closing it here cannot disturb the parent's."""
+        self._lock = threading.RLock()
+        _INHERITED.append(self._db)
+        self._pid = os.getpid()
+        try:
+            self._db = self._connect(create=False)
+        except sqlite3.Error as exc:
+            self._db = _Unusable(StoreFileError(
+                f"{self.path}: this forked process could not open the store of the process it "
+                f"was forked from ({exc}); open a new SQLiteStore in it"))
+
+    def _damaged(self, exc) -> StoreFileError:
+        return StoreFileError(
+            f"{self.path} is damaged and cannot be read as a durable_lite store "
+            f"({type(exc).__name__}: {exc}). Restore it from a backup; nothing was written to it.")
+
+    @contextlib.contextmanager
+    def _reading(self):
+        """A read that meets a damaged page says which file, instead of a bare sqlite3 error."""
+        try:
+            yield
+        except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.IntegrityError) or _damage(exc) is None:
+                raise
+            raise StoreFileError(f"{self.path} is damaged: {exc}. Restore it from a backup; "
+                                 "what it holds cannot be trusted.") from None
 
     def __repr__(self):
         return f"SQLiteStore({os.path.basename(self.path)!r})"
@@ -93,6 +143,9 @@ class SQLiteStore(Store):
 
     def _check_is_ours_before_writing(self):
         """Refuse a file we did not write, before SQLite or a migration touches it."""
+        if os.path.isdir(self.path):
+            raise StoreFileError(f"{self.path} is a folder, not a store file; give the path "
+                                 f"of a file in it, e.g. {os.path.join(self.path, 'runs.db')}")
         if not os.path.exists(self.path) or os.path.getsize(self.path) == 0:
             return
         with open(self.path, "rb") as f:
@@ -108,8 +161,8 @@ class SQLiteStore(Store):
                     f"{self.path} is a SQLite database but not a durable_lite store "
                     f"(its tables: {', '.join(sorted(tables))}); it was left untouched")
             meta = dict(probe.execute("SELECT key, value FROM durable_lite_meta"))
-        except sqlite3.DatabaseError as exc:
-            raise StoreFileError(f"{self.path} cannot be read as a durable_lite store: {exc}") from None
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
+            raise self._damaged(exc) from None
         finally:
             probe.close()
         if meta.get("app") != APP:
@@ -184,6 +237,7 @@ class SQLiteStore(Store):
                 "use the file that is there now.")
 
     def close(self):
+        _OPEN.discard(self)
         with self._lock:
             self._db.close()
 
@@ -198,7 +252,7 @@ class SQLiteStore(Store):
             raise ValueError(f"run {run.run_id!r} already exists in {self.path}") from None
 
     def get_run(self, run_id):
-        with self._lock:
+        with self._lock, self._reading():
             row = self._db.execute(_SELECT_RUN + " WHERE run_id = ?", (run_id,)).fetchone()
         return None if row is None else RunRecord(*row)
 
@@ -222,13 +276,13 @@ class SQLiteStore(Store):
         statuses = list(statuses)
         if statuses:
             sql += f" WHERE status IN ({', '.join('?' * len(statuses))})"
-        with self._lock:
+        with self._lock, self._reading():
             rows = self._db.execute(sql + " ORDER BY created_at, run_id", statuses).fetchall()
         return [RunRecord(*row) for row in rows]
 
     # checkpoints ------------------------------------------------------------------------
     def load_entries(self, run_id):
-        with self._lock:
+        with self._lock, self._reading():
             rows = self._db.execute(_SELECT_ENTRIES, (run_id,)).fetchall()
         return list(map(Entry.from_row, rows))
 
@@ -237,12 +291,19 @@ class SQLiteStore(Store):
             with self._lock:
                 inserted = self._db.execute(_INSERT_ENTRY, (run_id, *entry, run_id, entry.worker)).rowcount == 1
         except sqlite3.IntegrityError:
+            if not self._position_taken(run_id, entry.position):
+                raise        # a constraint refused the entry itself: not another worker's doing
             inserted = False
         if not inserted:
             raise LeaseLostError(
                 f"run {run_id!r}: worker {entry.worker} may not record position {entry.position} "
                 f"({entry.label}) in {self.path}: it no longer holds the run's lease, or another "
                 "worker recorded that position first") from None
+
+    def _position_taken(self, run_id, position) -> bool:
+        with self._lock:
+            return self._db.execute("SELECT 1 FROM entries WHERE run_id = ? AND position = ?",
+                                    (run_id, position)).fetchone() is not None
 
     def _insert_entry(self, run_id, e: Entry) -> bool:
         return self._db.execute(_INSERT_ENTRY, (run_id, *e, run_id, e.worker)).rowcount == 1
@@ -327,7 +388,7 @@ class SQLiteStore(Store):
                 (e.run_id, e.at, e.kind, e.position, e.name, e.worker, e.detail))
 
     def events(self, run_id):
-        with self._lock:
+        with self._lock, self._reading():
             rows = self._db.execute(
                 "SELECT run_id, at, kind, position, name, worker, detail, seq FROM events "
                 "WHERE run_id = ? ORDER BY seq", (run_id,)).fetchall()
@@ -416,6 +477,41 @@ class SQLiteStore(Store):
         return [QueuedRun(*row) for row in rows]
 
 
+# Every store open in this process, so a forked child can give each its own connection.
+_OPEN = weakref.WeakSet()
+_INHERITED = []           # connections a forked child inherited: kept, never used or closed
+
+
+def _after_fork_in_child():
+    for store in list(_OPEN):
+        store._reopen()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+class _Unusable:
+    """Stands in for a connection a forked child could not open: every use says why."""
+
+    def __init__(self, error):
+        self._error = error
+
+    def __getattr__(self, name):
+        raise self._error
+
+
+def _damage(exc):
+    """What in a sqlite3 error says the file is damaged (None for a busy or locked file)."""
+    text = str(exc).lower()
+    if "locked" in text or "busy" in text:
+        return None
+    if isinstance(exc, sqlite3.OperationalError) and not any(
+            w in text for w in ("malformed", "decode", "not a database", "corrupt")):
+        return None
+    return text
+
+
 def _identity(path):
     """Which file `path` names right now (its device and inode)."""
     st = os.stat(path)
@@ -444,8 +540,12 @@ def _read_only_uri(path):
     it without creating -wal or -shm files. With one, the log holds recent commits and must
     be read too (`mode=ro`); its side files exist already.
     """
-    escaped = path.replace("%", "%25").replace("?", "%3f").replace("#", "%23")
     flags = "mode=ro" if os.path.exists(path + "-wal") else "immutable=1"
+    return _file_uri(path, flags)
+
+
+def _file_uri(path, flags):
+    escaped = path.replace("%", "%25").replace("?", "%3f").replace("#", "%23")
     return f"file:{escaped}?{flags}"
 
 
