@@ -24,8 +24,9 @@ from .context import Context, StepFailed
 from .engine import Engine
 from .errors import (ContextCallError, Crash, DurableError, LeaseHeldError, LeaseLostError,
                      NonDeterminismError, RunArgumentsMismatch, RunFinishedError,
-                     StepResultNotJSON, StepTimeout, StoreFileError, StoreWriteError,
-                     UnknownRunError, UnknownStepError, UpgradeRefused, WorkflowNotRegistered)
+                     SharedWorkerError, StepResultNotJSON, StepTimeout, StoreFileError,
+                     StoreWriteError, UnknownRunError, UnknownStepError, UpgradeRefused,
+                     WorkflowNotRegistered)
 from .saga import Compensated, CompensationFailed, Saga          # lesson 09: undo in reverse
 from .store import MemoryStore, SQLiteStore, Store
 from .store.records import (COMPENSATED, COMPLETED, DEAD, DIVERGED, FAILED, HALTED, QUEUED,
@@ -64,7 +65,8 @@ __all__ = [
     "ContextCallError", "Crash", "DEAD", "DIVERGED", "DurableError", "Engine", "FAILED",
     "FakeClock", "HALTED", "LeaseHeldError", "LeaseLostError", "MemoryStore",
     "NonDeterminismError", "QUEUED", "RUNNING", "RunArgumentsMismatch", "RunFinishedError",
-    "SLEEPING", "SQLiteStore", "Saga", "SequentialIds", "StepFailed", "StepResultNotJSON",
+    "SLEEPING", "SQLiteStore", "Saga", "SequentialIds", "SharedWorkerError", "StepFailed",
+    "StepResultNotJSON",
     "StepTimeout", "Store", "StoreFileError", "StoreWriteError", "SystemClock",
     "UnknownRunError", "UnknownStepError", "UpgradeRefused", "WAITING", "WorkflowNotRegistered",
     "workflow", *sorted(_LAZY), *sorted(_LAZY_NAMES),

@@ -25,6 +25,12 @@ labelled "tool:search#2" (occurrence numbers count per name, in call order, so t
 deterministic too; that is why a name itself may not contain "#"). Never build a name from anything that is not recorded (the clock, a
 fresh model call outside a step): the next replay would ask for a different name and stop
 with NonDeterminismError.
+
+Patch gates (lesson 12) live here too, because they are a rule of replay: which branch a
+run takes is decided by what its history holds at the gate's position (`Context.patched`).
+A Context can also replay without doing anything (`replay_only`): it answers every recorded
+position and stops with NewWork at the first one its history does not hold. That is how
+versioning.py checks that code fits a run's history before a deploy, an upgrade or a fork.
 """
 
 import functools
@@ -37,7 +43,8 @@ from . import jsonvalue
 from .errors import (ContextCallError, Crash, DurableError, NonDeterminismError,
                      StepResultNotJSON, StepTimeout, StoreWriteError)
 from .keys import derive_key
-from .store.records import ERROR, SIGNAL, SLEEPING, STEP, TIMER, VALUE, WAITING, WOKE, Entry, Event
+from .store.records import (ERROR, PATCH, SIGNAL, SLEEPING, STEP, TIMER, VALUE, WAITING, WOKE,
+                            Entry, Event)
 from .usage import Usage
 
 # The crash points of faults.py, by name. faults itself is loaded only when a crash is
@@ -45,6 +52,8 @@ from .usage import Usage
 BEFORE_STEP, AFTER_EFFECT, AFTER_CHECKPOINT = "before_step", "after_effect", "after_checkpoint"
 
 _MISSING = object()
+_decode = jsonvalue.decode
+_entry = tuple.__new__      # _entry(Entry, fields): an Entry without its __new__'s defaults
 
 
 class _NameRefused(ValueError):
@@ -82,6 +91,18 @@ def check_name(what: str, name, run_id) -> None:
     problem = _name_problem(name)
     if problem:
         raise ValueError(f"run {run_id!r}: the {what} name {name!r} {problem}")
+
+
+def check_run_id(run_id) -> None:
+    """A run id is a non-empty string a store can keep."""
+    if not isinstance(run_id, str) or not run_id:
+        raise TypeError(f"a run id must be a non-empty string (or None for a generated one), "
+                        f"not {run_id!r}")
+    try:
+        run_id.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"the run id {run_id!r} is not text a store can keep (it holds a "
+                         "lone surrogate)") from None
 
 
 def _check_timeout(run_id, name, timeout):
@@ -122,6 +143,27 @@ class Halt(BaseException):
         self.reason = reason
 
 
+class NewWork(BaseException):
+    """A replay-only Context reached a position its history does not hold. Not an error:
+    the code fits the history up to there."""
+
+    def __init__(self, position, kind, name):
+        super().__init__(position)
+        self.position, self.kind, self.name = position, kind, name
+
+
+class RunEnding(Exception):
+    """Raised by the workflow to end its run with a status of its own and a result, rather
+    than completed or failed. A saga's Compensated is one: the run ends "compensated" with
+    the undos as its result (saga.py). `status` is a run status the store knows."""
+
+    status = None
+
+    @property
+    def result(self):
+        return None
+
+
 class StepFailed(Exception):
     """A step failed for good: it exhausted its attempts, or its function ran but what it
     returned cannot be recorded. Raised into the workflow, which may catch it.
@@ -154,14 +196,24 @@ class StepFailed(Exception):
 
 
 class Context:
-    def __init__(self, engine, run, entries, budget, on_step=None):
+    """What a workflow function receives. The engine makes one per execution, handing it
+    the worker's leases (to keep before new work) and its crash plan (faults.py), if any.
+    `replay_only`: answer from the history and stop with NewWork where it ends."""
+
+    def __init__(self, engine, run, entries, budget, on_step=None, *, leases=None,
+                 crashes=None, replay_only=False):
         self._engine = engine
+        self._leases = leases
+        self._crashes = crashes or None    # an empty plan costs nothing on the hot path
+        self.replay_only = replay_only
+        # How each patch gate decided within the recorded history (read by replay checks).
+        self.patch_decisions = {}
         self._run = run
         self.run_id = run.run_id
         self._entries = entries
         self._position = 0
         # How often each name has been asked for so far, per kind: the occurrence numbers.
-        self._occurrences = {kind: {} for kind in (STEP, VALUE, TIMER, SIGNAL, WOKE)}
+        self._occurrences = {kind: {} for kind in (STEP, VALUE, TIMER, SIGNAL, WOKE, PATCH)}
         self._thread = threading.get_ident()   # the thread running the workflow function
         self._in_step = None                   # label of the step whose function is running
         self._working = False                  # has this execution done new work yet?
@@ -217,10 +269,14 @@ class Context:
 
     def _execute_step(self, spec, position, occurrence, fn, args, kwargs):
         name = spec.name
+        if self.replay_only:
+            raise NewWork(position, STEP, name)
         label = name if occurrence == 1 else f"{name}#{occurrence}"
         engine = self._engine
+        crashes = self._crashes            # the crash points, asked inline: a hot path
         started = self._before_new_work()
-        engine._fault_point(name, occurrence, BEFORE_STEP)
+        if crashes is not None:
+            crashes.check(name, occurrence, BEFORE_STEP)
         self._in_step = label
         try:
             result, attempts = self._attempt(spec, label, position, fn, args, kwargs)
@@ -237,22 +293,24 @@ class Context:
             unrecordable = None
         except (StepResultNotJSON, ValueError) as exc:
             unrecordable = exc
-        engine._fault_point(name, occurrence, AFTER_EFFECT)
+        if crashes is not None:
+            crashes.check(name, occurrence, AFTER_EFFECT)
         if unrecordable is not None:
             error = f"{type(unrecordable).__name__}: {unrecordable}"
             self._record_failure(name, position, occurrence, attempts, error, started,
                                  effect_happened=True)
             raise StepFailed(self.run_id, label, attempts, error, unrecordable)
         try:
-            self._commit(Entry(position, STEP, name, occurrence, text, attempts, started,
-                               engine.clock(), engine.worker, cost), label)
+            self._commit(_entry(Entry, (position, STEP, name, occurrence, text, attempts,
+                                        started, engine.clock(), engine.worker, cost)), label)
         except StoreWriteError as refused:
             self._result_refused(name, position, occurrence, attempts, started, refused)
         usage = self.usage
         usage.steps += 1
         if cost:
             usage.add_cost(cost)
-        engine._fault_point(name, occurrence, AFTER_CHECKPOINT)
+        if crashes is not None:
+            crashes.check(name, occurrence, AFTER_CHECKPOINT)
         return value
 
     def _record_failure(self, name, position, occurrence, attempts, error, started,
@@ -306,7 +364,7 @@ class Context:
         while True:
             attempt += 1
             if attempt > 1:
-                engine._keep_lease(self.run_id)   # a backoff may have outlasted the lease
+                self._leases.keep(self.run_id)    # a backoff may have outlasted the lease
             try:
                 if spec.timeout is None:
                     return fn(*args, **kwargs), attempt
@@ -363,6 +421,8 @@ class Context:
             recorded = self._replay(position, VALUE, name, occurrence)
             if recorded is not _MISSING:
                 return recorded
+            if self.replay_only:       # before producing: a check must not use up an id
+                raise NewWork(position, VALUE, name)
             text, value = jsonvalue.roundtrip(produce(), what=f"ctx.{name}() in run {self.run_id!r} returned")
             now = self._engine.clock()
             self._commit(Entry(position, VALUE, name, occurrence, text, 1, now, now, self._engine.worker))
@@ -409,7 +469,7 @@ class Context:
         if recorded is not _MISSING:
             return recorded
         engine = self._engine
-        engine._fault_point(name, occurrence, BEFORE_STEP)      # reached, not yet answered
+        self._crash_point(name, occurrence, BEFORE_STEP)      # reached, not yet answered
         now = engine.clock()
         # Only a signal sent by the deadline answers the wait: the outcome must not depend
         # on how soon after the deadline some worker happened to resume the run.
@@ -418,12 +478,12 @@ class Context:
             signal_id, payload_json = pending
             self._commit(Entry(position, SIGNAL, name, occurrence, payload_json, 1, now, now,
                                engine.worker), _label(name, occurrence), consume_signal=signal_id)
-            engine._fault_point(name, occurrence, AFTER_CHECKPOINT)
+            self._crash_point(name, occurrence, AFTER_CHECKPOINT)
             return jsonvalue.decode(payload_json)
         if now >= deadline:
             self._commit(Entry(position, SIGNAL, name, occurrence, "null", 1, now, now, engine.worker),
                          _label(name, occurrence))
-            engine._fault_point(name, occurrence, AFTER_CHECKPOINT)
+            self._crash_point(name, occurrence, AFTER_CHECKPOINT)
             return None
         raise Park(WAITING, name, deadline)
 
@@ -444,34 +504,90 @@ class Context:
         recorded = self._replay(position, WOKE, name, occurrence)
         if recorded is not _MISSING:
             return
-        self._engine._fault_point(name, occurrence, BEFORE_STEP)  # reached, not yet over
+        self._crash_point(name, occurrence, BEFORE_STEP)  # reached, not yet over
         now = self._engine.clock()
         if now < wake_at:
             raise Park(SLEEPING, name, wake_at)
         self._commit(Entry(position, WOKE, name, occurrence, json.dumps(now), 1, now, now,
                            self._engine.worker), _label(name, occurrence))
-        self._engine._fault_point(name, occurrence, AFTER_CHECKPOINT)
+        self._crash_point(name, occurrence, AFTER_CHECKPOINT)
 
-    # versioning: patch gates (the rule and how to retire a gate are in versioning.py) -----
+    # patch gates: one workflow function across a deploy (lesson 12) ---------------------
     def patched(self, name: str) -> bool:
-        """Which branch of the patch gate `name` to take: `if ctx.patched("fraud-check"):`.
+        """Which branch of the patch gate `name` this run takes: True for the new code.
 
-        True if the run reaches this point under code that has the gate: a marker is
-        recorded here, and every replay finds it and answers True again. False if the run's
-        history already holds something else at this position, i.e. it was recorded before
-        the gate existed and went past this point on the old branch; the gate then takes no
-        position, so the old branch replays as it was recorded. Never a divergence.
-        Retire it with `ctx.deprecate_patch(name)` once `engine.patch_report(...)` finds no
-        unfinished run on the old branch (versioning.patched says exactly how).
+            if ctx.patched("fraud-check"):
+                ctx.step("fraud", check_fraud, order)
+
+        The rule looks at the run's history at the position the gate is reached (the next
+        position, the one a step called here would take):
+
+        - Nothing is recorded there yet: the run meets the gate under the code that has it
+          (a new run; or an old run that had not got this far when the deploy happened).
+          A *marker* — an entry of kind "patch" named `name` — is recorded at that position,
+          and the answer is True. The marker is committed before the new branch runs, so a
+          crash right after it keeps the run on the new branch.
+        - The marker is recorded there: a replay of a run that took the new branch. The
+          marker is replayed (it takes its position), and the answer is True again.
+        - Anything else is recorded there: the run was recorded by code without the gate, and
+          went past this point on the old branch. The answer is False, and the gate takes no
+          position, so the old branch's calls replay at the positions they were recorded at.
+
+        Either way the run never diverges at the gate: it follows the branch its history
+        already holds. The same name may be used at several points of one workflow (each call
+        decides at its own position; a second marker is labelled "name#2").
+
+        Retiring a gate: once no unfinished run takes the old branch (`engine.patch_report`
+        lists them: runs that replay the gate as False), replace `if ctx.patched(name):` and
+        its else branch by `ctx.deprecate_patch(name)` followed by the new code alone. Once no
+        unfinished run holds the marker either, delete that call too. Removing the gate at
+        once instead makes every run holding the marker diverge, because its history has a
+        marker where the code now asks for a step; removing it while runs still take the old
+        branch makes those diverge.
         """
-        from .versioning import patched
-        return patched(self, name)
+        self._check_callable_here("patched")
+        check_name("patch", name, self.run_id)
+        try:
+            entry = self._recorded_here()
+            if entry is not None and not (entry.kind == PATCH and entry.name == name):
+                self._note_gate(name, False)
+                return False
+            position, occurrence = self._claim(PATCH, name)
+            if entry is None:
+                now = self._engine.clock()
+                self._commit(Entry(position, PATCH, name, occurrence, "true", 1, now, now,
+                                   self._engine.worker))
+            else:
+                self._note_gate(name, True)
+            return True
+        except Exception as exc:
+            self.fatal = exc
+            raise
 
     def deprecate_patch(self, name: str) -> None:
-        """What replaces `if ctx.patched(name):` once no unfinished run takes its old branch:
-        replays the gate's marker where a run holds one, records nothing where it does not."""
-        from .versioning import deprecate_patch
-        deprecate_patch(self, name)
+        """The patch gate `name` once its old branch is deleted (see `patched`).
+
+        If the run's history holds the gate's marker at this position, it is replayed (it
+        keeps its position, so the calls after it line up); otherwise nothing happens and
+        nothing is recorded, so new runs carry no marker at all. Deprecate a gate only when
+        no unfinished run takes its old branch: such a run would now meet the new branch's
+        first call where its history holds the old branch's, and diverge. Delete the call
+        when no unfinished run holds the marker.
+        """
+        self._check_callable_here("deprecate_patch")
+        check_name("patch", name, self.run_id)
+        entry = self._recorded_here()
+        if entry is not None and entry.kind == PATCH and entry.name == name:
+            self._claim(PATCH, name)
+            self._note_gate(name, True)
+
+    def _recorded_here(self):
+        """The entry recorded at the position the next call would take, or None."""
+        return self._entries[self._position] if self._position < len(self._entries) else None
+
+    def _note_gate(self, name, new_branch):
+        """How the gate decided inside the recorded history (a replay check reads it)."""
+        self.patch_decisions[name] = self.patch_decisions.get(name, True) and new_branch
 
     # replay machinery -------------------------------------------------------------------
     def _claim(self, kind, name):
@@ -483,10 +599,13 @@ class Context:
         return position, occurrence
 
     def _replay_step(self, position, name, occurrence):
-        """The recorded outcome of a step: its result, or its failure raised again."""
+        """The recorded outcome of a step: its result, or its failure raised again.
+
+        Every step of a resumed run passes here, so the entry's fields are read by index
+        (an Entry is a tuple: 1 kind, 2 name, 4 result, 9 cost) rather than by property."""
         entry = self._entries[position]
-        kind = entry.kind
-        if entry.name != name or (kind != STEP and kind != ERROR):
+        kind = entry[1]
+        if entry[2] != name or (kind != STEP and kind != ERROR):
             raise self._divergence(position, entry, STEP, name, occurrence)
         label = name if occurrence == 1 else f"{name}#{occurrence}"
         self.replayed.append(label)
@@ -495,11 +614,11 @@ class Context:
         usage = self.usage
         usage.steps += 1
         if kind == ERROR:
-            recorded = jsonvalue.decode(entry.result_json)
+            recorded = _decode(entry[4])
             raise StepFailed(self.run_id, label, recorded["attempts"], recorded["error"])
-        if entry.cost:
-            usage.add_cost(entry.cost)
-        return jsonvalue.decode(entry.result_json)
+        if entry[9]:
+            usage.add_cost(entry[9])
+        return _decode(entry[4])
 
     def _replay(self, position, kind, name, occurrence):
         """The recorded value of a wait, sleep or ctx.now/uuid/random, or _MISSING."""
@@ -545,20 +664,25 @@ class Context:
 
     def _before_new_work(self) -> float:
         """Stop if the budget is spent or the lease lost; return the time the work starts."""
-        engine = self._engine
         if not self._working:
             self._working = True
-            engine._start_heartbeat()
-        now = engine.clock()
+            self._leases.beat()
+        now = self._engine.clock()
         if self.budget is not None:
             reason = self.usage.exceeded(self.budget, self._run.created_at, now)
             if reason:
                 raise Halt(reason)
-        engine._keep_lease(self._run.run_id, now)
+        self._leases.keep(self._run.run_id, now)
         return now
+
+    def _crash_point(self, name, occurrence, when):
+        if self._crashes is not None:          # nearly always None: one test and done
+            self._crashes.check(name, occurrence, when)
 
     def _commit(self, entry, label=None, consume_signal=None):
         """Write one checkpoint; with `consume_signal`, mark that signal consumed with it."""
+        if self.replay_only:
+            raise NewWork(entry.position, entry.kind, entry.name)
         store = self._engine.store
         try:
             if consume_signal is None:

@@ -32,8 +32,30 @@ DBOS has the same safety valve with a different count: `max_recovery_attempts` (
 past it the workflow's status becomes MAX_RECOVERY_ATTEMPTS_EXCEEDED (DBOS's dead-letter
 queue) until `DBOS.resume_workflow` puts it back. Counting only interruptions at one
 position lets durable_lite's limit be small without ever catching a run that makes progress.
+
+What a feature may rely on
+--------------------------
+Queues (queue.py), versioning (versioning.py) and sagas (saga.py) stand above the engine:
+they never import this module, and use the public API plus this seam, and nothing else:
+
+- `engine.holding(run_id)`, a context manager: this engine's turn at the run (no other of
+  its threads executes it meanwhile) and the run's lease (no other worker does), taken
+  together and released however the block ends; it yields the run's record. With
+  `created=record`, a run this worker has just written with its lease on it (a queue's
+  take, a fork) is held without asking the store again.
+- `engine.drive(record, created=...)`: execute a run held that way until it completes,
+  fails, halts or parks (replaying its checkpoints first), and return the Run.
+- `engine.log_event(run_id, kind, ...)`: one line in the run's event log, by this worker.
+- `engine.prepare_run(wf, run_id, args, kwargs, budget)`: a new run checked and encoded the
+  way start() does it, before anything is written.
+- `engine.record(run_id)`: the run's record as the store has it (UnknownRunError if none).
+- `engine.worker`, `engine.store`, `engine.clock`, `engine.lease_seconds`; every write a
+  feature makes to a run it holds is fenced with `owner=engine.worker`.
+
+How leases are kept lives in one place, lease.Leases; a fourth feature adds no lease code.
 """
 
+import contextlib
 import json
 import math
 import os
@@ -41,12 +63,11 @@ import weakref
 
 from . import jsonvalue
 from .clock import FakeClock, SystemClock, random_ids, sleeper_for
-from .context import Context, Halt, Park, check_name
+from .context import Context, Halt, Park, RunEnding, check_name, check_run_id
 from .errors import (DurableError, LeaseHeldError, LeaseLostError, NonDeterminismError,
-                     RunArgumentsMismatch, RunFinishedError, SharedWorkerError, StoreWriteError,
+                     QueuedRunError, RunArgumentsMismatch, RunFinishedError, StoreWriteError,
                      UnknownRunError, WorkflowNotRegistered)
-from .lease import HOST, Heartbeat, RunTurns, owner_is_dead
-from .saga import Compensated
+from .lease import HOST, Leases, RunTurns
 from .store.records import (COMPENSATED, COMPLETED, DEAD, DIVERGED, ERROR, FAILED, HALTED,
                             QUEUED, RUNNING, SLEEPING, STEP, TIMER, UNFINISHED, WAITING, Event,
                             RunRecord)
@@ -54,6 +75,8 @@ from .usage import Usage
 from .workflow import Workflow, latest, lookup
 
 DEFAULT_MAX_INTERRUPTIONS = 5
+# Runs that stay as they are until someone acts (a halted one: a resume with a new budget).
+_SETTLED = (COMPLETED, HALTED, COMPENSATED)
 
 
 class Engine:
@@ -66,9 +89,11 @@ class Engine:
     sleep:  how to wait between retries (default: the clock's own sleep, else time.sleep).
     lease_seconds: how long a worker's claim on a run lasts without renewal (see lease.py;
             a background heartbeat renews it while a step runs, on a real clock).
-    crash_at: a faults.CrashAt (or a list) to inject a crash; each fires once.
-    worker: this engine's name in leases and history (default "host:pid:random"). Two
-            engines must never share a name: a lease "already ours" is renewed, not refused.
+    crash_at: a faults.CrashAt (or a list, or a faults.CrashPlan) to inject a crash; each
+            fires once.
+    worker: this engine's name in leases and history (default "host:pid:random", made anew
+            in each forked child). Two engines must never share a name: a lease "already
+            ours" is renewed, not refused.
     max_interruptions: after this many interruptions in a row at one position, a run is
             declared dead (see "Poison runs" above). None never declares a run dead.
     """
@@ -92,55 +117,29 @@ class Engine:
         self.crash_at = crash_at
         self.on_step = None       # optional hook(label, "executed"|"replayed") for lab widgets
         self._named = worker      # a name given by hand (None: one is made per process)
-        self._forked_from = None  # set in a forked child of the process a named engine was made in
         self._start_process()
         _ENGINES.add(self)
 
-    def _start_process(self):
-        """What belongs to one process, not to the engine: the worker's name (a fork is a
-        new worker), the leases it holds, its threads' turns and its heartbeat thread."""
+    def _start_process(self, forked_from=None):
+        """What belongs to one process rather than to the engine: the worker's name (a fork
+        is a new worker), the leases it holds (lease.Leases) and its threads' turns."""
         self.worker = self._named or f"{HOST}:{os.getpid()}:{os.urandom(3).hex()}"
-        self._lease_until = {}    # run id -> until when this worker surely holds its lease
-        self._turns = RunTurns()  # which of this engine's threads executes which run
         # Fake time does not pass while a step runs, so only a real clock needs a heartbeat.
-        self._heartbeat = None if isinstance(self.clock, FakeClock) else Heartbeat(self)
+        self._leases = Leases(self.store, self.worker, self.lease_seconds, self.clock,
+                              heartbeat=not isinstance(self.clock, FakeClock),
+                              forked_from=forked_from)
+        self._turns = RunTurns()  # which of this engine's threads executes which run
 
     def _after_fork(self, parent):
-        """In a forked child. An engine with a made-up name becomes a worker of its own;
-        one named by hand refuses to work (see _check_own_process): its name is not ours
-        to change, and sharing it would make the parent's leases look like the child's."""
-        if self._named is not None:
-            self._forked_from = parent
-        self._start_process()
-
-    def _check_own_process(self):
-        if self._forked_from is not None:
-            raise SharedWorkerError(
-                f"this engine, worker {self._named!r}, was made in process {self._forked_from} "
-                f"and is used in a process forked from it ({os.getpid()}): two processes must "
-                "not share a worker name, or each takes the other's leases for its own. In the "
-                "child, make an Engine of its own with another worker= name, or leave worker= "
-                "unset: an engine with a made-up name becomes a new worker in each fork.")
+        """In a forked child: a made-up name is made anew, so the child is a worker of its
+        own. A name given by hand is not ours to change, and sharing it would make the
+        parent's leases look like the child's: that engine refuses to take any (lease.py)."""
+        self._start_process(forked_from=parent if self._named is not None else None)
 
     def __repr__(self):
         return f"Engine({self.store!r})"
 
     # starting and resuming --------------------------------------------------------------
-    def _new_run(self, wf, run_id, args, kwargs, budget):
-        """What start and enqueue check before they create a run: the workflow (by name, its
-        newest version), the run id (given, or generated), the arguments and the budget as
-        JSON; and that the store's file is still there."""
-        wf = wf if isinstance(wf, Workflow) else latest(wf)
-        if run_id is None:
-            run_id = f"{wf.name}-{self.ids()}"
-        else:
-            _check_run_id(run_id)
-        args_json = jsonvalue.encode(list(args), what=f"the arguments of run {run_id!r} include")
-        kwargs_json = jsonvalue.encode(kwargs, what=f"the keyword arguments of run {run_id!r} include")
-        budget_json = None if budget is None else jsonvalue.encode(budget.to_json(), what="the budget is")
-        self.store.check_file()
-        return wf, run_id, args_json, kwargs_json, budget_json
-
     def start(self, wf, *args, run_id: str | None = None, budget=None, **kwargs):
         """Start a run and execute it until it completes, fails, halts or parks.
 
@@ -149,35 +148,37 @@ class Engine:
         workflow version it started with (the returned run's `note` says so when `wf` is
         another version).
         """
-        wf, run_id, args_json, kwargs_json, budget_json = self._new_run(wf, run_id, args, kwargs,
-                                                                        budget)
-        self._check_own_process()
-        with self._turns.take(run_id):
-            now = self.clock()
+        new = self.prepare_run(wf, run_id, args, kwargs, budget)
+        with self._turns.take(new.run_id):
             # The run is created with our lease already on it, so no other worker's
             # recover() can pick it up between its creation and its first step; and with
             # this execution already counted as taken up (see "Poison runs").
-            record = RunRecord(run_id, wf.name, wf.version, args_json, kwargs_json, RUNNING,
-                               now, now, budget_json=budget_json, lease_owner=self.worker,
-                               lease_expires=now + self.lease_seconds, taken_up_at=0)
+            record = new.record(RUNNING, self.clock(), lease_owner=self.worker,
+                                lease_seconds=self.lease_seconds, taken_up_at=0)
+            self._leases.adopt(new.run_id, record.lease_expires)   # a forked copy refuses here
             try:
-                with self.store.batch():
-                    self.store.create_run(record)
-                    self._event(run_id, "started", detail=f"{wf.name} v{wf.version}")
-            except ValueError:                 # the run id exists: this is "attempt 2"
-                existing = self.store.get_run(run_id)
-                if existing is None:
-                    raise
-            else:
-                self._lease_until[run_id] = record.lease_expires
-                return self._drive(run_id, must_lease=True, created=record)
-            _check_same_run(existing, wf, args_json, kwargs_json)
+                try:
+                    with self.store.batch():
+                        self.store.create_run(record)
+                        self.log_event(new.run_id, "started",
+                                       detail=f"{new.wf.name} v{new.wf.version}")
+                except ValueError:             # the run id exists: this is "attempt 2"
+                    self._leases.ended(new.run_id)         # that lease was never written
+                    existing = self.store.get_run(new.run_id)
+                    if existing is None:
+                        raise
+                else:
+                    return self._execute(record, [])
+            finally:
+                self._leases.release(new.run_id)   # unless the run's ending let go of it
+            new.check_same(existing)
             run = self._continue(existing, budget)
-        if existing.version != wf.version:     # pinned: say so, so nobody believes wf ran
-            note = (f"run {run_id!r} was recorded on {wf.name} v{existing.version} and continues "
-                    f"on v{existing.version}: a run finishes on the code it started with. start() "
-                    f"was given v{wf.version}; to run v{wf.version}, start it with a new run id.")
-            self._event(run_id, "pinned", detail=note)
+        if existing.version != new.wf.version:  # pinned: say so, so nobody believes wf ran
+            note = (f"run {new.run_id!r} was recorded on {new.wf.name} v{existing.version} and "
+                    f"continues on v{existing.version}: a run finishes on the code it started "
+                    f"with. start() was given v{new.wf.version}; to run v{new.wf.version}, start "
+                    "it with a new run id.")
+            self.log_event(new.run_id, "pinned", detail=note)
             from dataclasses import replace
             run = replace(run, note=note)
         return run
@@ -198,18 +199,23 @@ class Engine:
         """
         self.store.check_file()
         with self._turns.take(run_id):
-            return self._continue(self._record(run_id), budget)
+            return self._continue(self.record(run_id), budget)
 
     def _continue(self, record, budget):
         if record.status == QUEUED:         # only a worker's work() starts it (queue.py)
-            from .queue import refuse
-            refuse(self, record)
+            places = [q for q in self.store.queued_runs() if q.run_id == record.run_id]
+            where = f"queue {places[0].queue!r}" if places else "a queue"
+            if places and places[0].key is not None:
+                where += f" (key {places[0].key!r})"
+            raise QueuedRunError(f"run {record.run_id!r} waits in {where}: a worker's "
+                                 "engine.work(queue) starts it when the queue's limits allow; "
+                                 "it cannot be started or resumed around them")
         if budget is not None:
             self.store.update_run(record.run_id, budget_json=jsonvalue.encode(budget.to_json(), what="the budget is"))
             if record.status == HALTED:
                 self.store.update_run(record.run_id, status=RUNNING, halt_reason=None)
                 record.status = RUNNING
-        if record.status in (COMPLETED, HALTED, COMPENSATED):
+        if record.status in _SETTLED:
             return self.get(record.run_id)
         return self._drive(record.run_id, must_lease=True)
 
@@ -273,11 +279,11 @@ class Engine:
                              "Send a value, e.g. {'approved': False}.")
         text = jsonvalue.encode(payload, what=f"the payload of signal {name!r} to run {run_id!r} is")
         self.store.check_file()
-        record = self._record(run_id)
+        record = self.record(run_id)
         if record.status in (COMPLETED, COMPENSATED):  # a failed, halted... run can still be resumed
             raise RunFinishedError(f"run {run_id!r} is {record.status}; it cannot receive signal {name!r}")
         self.store.add_signal(run_id, name, text, self.clock())
-        self._event(run_id, "signal", name=name, detail=text)
+        self.log_event(run_id, "signal", name=name, detail=text)
 
     # durable queues (the rules are in queue.py) -----------------------------------------
     def enqueue(self, queue, wf, *args, key: str | None = None, run_id: str | None = None,
@@ -285,8 +291,9 @@ class Engine:
         """Put a run of `wf` in `queue` instead of starting it: it is created with status
         "queued" and waits in the store until a worker's `work` starts it within the
         queue's limits. `key` names whose work it is (the tenant): the queue takes turns
-        between keys and can cap each key's share. Enqueueing an existing run id returns
-        that run, so a caller that crashed may enqueue again."""
+        between keys and can cap each key's share. Enqueueing an existing run id into the
+        same queue, under the same key, returns that run, so a caller that crashed may
+        enqueue again; anywhere else it is refused."""
         from .queue import enqueue
         return enqueue(self, queue, wf, args, kwargs, key, run_id, budget)
 
@@ -307,16 +314,8 @@ class Engine:
     # reading ----------------------------------------------------------------------------
     def get(self, run_id: str):
         """The run as the store has it now."""
-        record = self._record(run_id)
-        return self._snapshot(record, self._usage(self.store.load_entries(run_id), record))
-
-    @staticmethod
-    def _snapshot(record, usage, executed=(), replayed=()):
-        from .run import Run      # on first use (a dataclass: see policy.py on import time)
-        return Run(record.run_id, record.workflow, record.version, record.status,
-                   jsonvalue.decode(record.result_json), record.error, record.halt_reason,
-                   record.waiting_for, record.wake_at, usage.steps, usage.cost,
-                   list(executed), list(replayed))
+        record = self.record(run_id)
+        return _snapshot(record, self._usage(self.store.load_entries(run_id), record))
 
     def runs(self, status: str | None = None) -> list:
         return [self.get(r.run_id) for r in self.store.list_runs([status] if status else [])]
@@ -331,7 +330,7 @@ class Engine:
         across resumes), started_at, ended_at, worker, cost, error (the last failed
         attempt's error, if any), errors (all of them), result.
         """
-        self._record(run_id)
+        self.record(run_id)
         failures = {}
         for e in self.store.events(run_id):
             if e.kind == "attempt_failed":
@@ -366,7 +365,7 @@ class Engine:
     def events(self, run_id: str) -> list:
         """The run's event log: starts, resumes, parks, signals, failed attempts,
         interruptions, endings (and why a run is dead or diverged)."""
-        self._record(run_id)
+        self.record(run_id)
         return self.store.events(run_id)
 
     def trace(self, run_id: str):
@@ -387,16 +386,7 @@ class Engine:
         Raises LeaseHeldError while another worker executes the run: its next checkpoint
         would land after the gap this leaves. (Another thread of this engine: it waits.)
         """
-        with self._turns.take(run_id):
-            return self._invalidate(run_id, step)
-
-    def _invalidate(self, run_id, step):
-        record = self._record(run_id)
-        if not self._take_lease(run_id, record):
-            raise LeaseHeldError(f"run {run_id!r} is being executed by worker {record.lease_owner}; "
-                                 f"invalidate {step!r} when it has stopped or parked")
-        try:
-            record = self._record(run_id)     # re-read under the lease
+        with self.holding(run_id, busy=f"invalidate {step!r} when it has stopped or parked") as record:
             entries = self.store.load_entries(run_id)
             match = [e for e in entries if e.label == step and e.kind in (STEP, ERROR)]
             if not match:
@@ -409,16 +399,14 @@ class Engine:
                                   spent_cost=spent.cost)
             removed = self.store.discard_entries_from(run_id, match[0].position)
             for e in removed:
-                self._event(run_id, "invalidated", position=e.position, name=e.label, detail=e.result_json)
+                self.log_event(run_id, "invalidated", position=e.position, name=e.label,
+                               detail=e.result_json)
             if record.status != HALTED:       # a halted run stays halted until a new budget
                 # Finished or parked, it has work to do again now: recover() must see it.
                 # (Someone acted on it, so its count of interruptions starts again too.)
                 self.store.update_run(run_id, owner=self.worker, status=RUNNING, result_json=None,
                                       error=None, waiting_for=None, wake_at=None,
                                       interruptions=0, taken_up_at=None)
-        finally:
-            self._lease_until.pop(run_id, None)
-            self.store.release_lease(run_id, self.worker)
         # One label per step, wait and sleep (each wait or sleep starts with its timer).
         return [e.label for e in removed if e.kind in (STEP, ERROR, TIMER)]
 
@@ -460,13 +448,72 @@ class Engine:
         from .versioning import patch_report
         return patch_report(self, workflow, patch)
 
-    # internals --------------------------------------------------------------------------
-    def _record(self, run_id):
+    # the seam: what feature modules may rely on (see "What a feature may rely on") -----
+    @contextlib.contextmanager
+    def holding(self, run_id: str, *, created=None, busy: str = "try again when it has stopped or parked"):
+        """Hold run `run_id` for the block: this engine's turn at it and its lease, taken in
+        one go and released however the block ends. Yields the run's record, read under the
+        lease. Raises LeaseHeldError, ending with `busy`, if another worker executes it.
+
+        `created`: the record of a run this worker has just written with its lease on it,
+        in a transaction still open (a queue's take, a fork): it is held as it is, without
+        asking the store again, and no other thread of this engine can have its turn.
+        """
+        with self._turns.take(run_id, wait=created is None) as ours:
+            if not ours:             # a run just written cannot be another thread's: a bug
+                raise LeaseHeldError(f"run {run_id!r} is being executed by another thread of "
+                                     "this engine already")
+            if created is not None:
+                self._leases.adopt(run_id, created.lease_expires)
+                record = created
+            else:
+                with self.store.batch():
+                    record = self.record(run_id)
+                    if not self._leases.take(run_id, record):
+                        raise LeaseHeldError(f"run {run_id!r} is being executed by worker "
+                                             f"{record.lease_owner} (its lease runs until "
+                                             f"{record.lease_expires}); {busy}")
+            try:
+                yield record
+            finally:
+                self._leases.release(run_id)
+
+    def drive(self, record, *, created: bool = False):
+        """Execute a run held with `holding` until it completes, fails, halts or parks,
+        replaying its checkpoints first; return the Run. `created`: it has none yet."""
+        if created:
+            return self._execute(record, [])
+        with self.store.batch():
+            ready = self._take_up(record, must=True)
+        return ready if not isinstance(ready, list) else self._execute(record, ready)
+
+    def log_event(self, run_id, kind, position=None, name=None, detail=None):
+        """One line in the run's event log, written by this worker at this engine's now."""
+        self.store.add_event(Event(run_id, self.clock(), kind, position, name, self.worker, detail))
+
+    def prepare_run(self, wf, run_id, args, kwargs, budget) -> "NewRun":
+        """What start and enqueue check before they create a run: the workflow (by name, its
+        newest version), the run id (given, or generated), the arguments and the budget as
+        JSON; and that the store's file is still there. Nothing is written."""
+        wf = wf if isinstance(wf, Workflow) else latest(wf)
+        if run_id is None:
+            run_id = f"{wf.name}-{self.ids()}"
+        else:
+            check_run_id(run_id)
+        args_json = jsonvalue.encode(list(args), what=f"the arguments of run {run_id!r} include")
+        kwargs_json = jsonvalue.encode(kwargs, what=f"the keyword arguments of run {run_id!r} include")
+        budget_json = None if budget is None else jsonvalue.encode(budget.to_json(), what="the budget is")
+        self.store.check_file()
+        return NewRun(wf, run_id, args_json, kwargs_json, budget_json)
+
+    def record(self, run_id):
+        """The run's record as the store has it now."""
         record = self.store.get_run(run_id)
         if record is None:
             raise UnknownRunError(f"no run {run_id!r} in {self.store!r}")
         return record
 
+    # internals --------------------------------------------------------------------------
     @staticmethod
     def _usage(entries, record=None) -> Usage:
         """Budget counters, derived from the checkpoints (a failed step counts as executed),
@@ -479,98 +526,85 @@ class Engine:
             costs.append(record.spent_cost)
         return Usage(steps, math.fsum(costs))     # the same exact sum Usage keeps
 
-    def _event(self, run_id, kind, position=None, name=None, detail=None):
-        self.store.add_event(Event(run_id, self.clock(), kind, position, name, self.worker, detail))
-
     @property
     def crash_at(self):
         return self._crashes.pending if self._crashes else []
 
     @crash_at.setter
     def crash_at(self, crashes):
-        """A faults.CrashAt, a list of them, or None. Each fires once."""
+        """A faults.CrashAt, a list of them, a faults.CrashPlan, or None. Each fires once."""
         if crashes:
             from .faults import CrashPlan     # faults loads only when a crash is planned
-            self._crashes = CrashPlan(crashes)
+            self._crashes = crashes if isinstance(crashes, CrashPlan) else CrashPlan(crashes)
         else:
             self._crashes = None
 
-    def _fault_point(self, step, occurrence, when):
-        if self._crashes:          # nearly always empty: skip the search on the hot path
-            self._crashes.check(step, occurrence, when)
-
-    # leases: one worker per run at a time (the rules are in lease.py)
-    def _take_lease(self, run_id, record) -> bool:
-        self._check_own_process()
-        now = self.clock()
-        until = now + self.lease_seconds
-        steal = record.lease_owner if owner_is_dead(record.lease_owner) else None
-        if self.store.try_lease(run_id, self.worker, until, now, steal_from=steal):
-            self._lease_until[run_id] = until
-            return True
-        return False
-
-    def _keep_lease(self, run_id, now=None):
-        """Before new work: make sure the lease is still ours, renewing it when half used.
-
-        The renewal succeeds only while the store still names this worker as the owner, so
-        a worker whose lease was taken over (or taken and released) stops here.
-        """
-        now = self.clock() if now is None else now
-        if now < self._lease_until.get(run_id, 0) - self.lease_seconds / 2:
-            return
-        if not self.store.renew_lease(run_id, self.worker, now + self.lease_seconds):
-            raise LeaseLostError(f"run {run_id!r}: worker {self.worker} lost its lease; another "
-                                 "worker took the run over")
-        self._lease_until[run_id] = now + self.lease_seconds
-
-    def _start_heartbeat(self):
-        """Before an execution's first new work: a step may run long, so the lease must be
-        renewed meanwhile. (Replaying holds the lease for milliseconds: no thread needed.)"""
-        if self._heartbeat is not None:
-            self._heartbeat.ensure_running()
-
-    def _renew_leases(self):
-        """Heartbeat: extend every lease this worker still holds (called from its thread)."""
-        if self._lease_until:
-            self.store.renew_leases(self.worker, self.clock() + self.lease_seconds)
-
-    def _drive(self, run_id, must_lease, created=None):
-        """Take the run up under this worker's lease and execute it.
+    def _drive(self, run_id, must_lease):
+        """Take the run up under this worker's lease and execute it (resume, recover).
 
         Taking it up is one transaction: the lease, a read of the run and its checkpoints
         that no other worker can change meanwhile, and the count of this execution (see
-        "Poison runs"). `created`: the record start() has just made, with our lease and
-        the count on it already.
+        "Poison runs"). recover() (must_lease=False) leaves a run it cannot lease, or that
+        is no longer due, and gets None.
         """
         try:
-            if created is not None:
-                record, entries = created, []
-            else:
-                with self.store.batch():
-                    record = self._record(run_id)
-                    if not self._take_lease(run_id, record):
-                        if must_lease:
-                            raise LeaseHeldError(f"run {run_id!r} is leased by worker "
-                                                 f"{record.lease_owner} until "
-                                                 f"{record.lease_expires}; try again later")
-                        return None
-                    if record.status in (COMPLETED, HALTED, COMPENSATED):
-                        return self.get(run_id) if must_lease else None
-                    if not must_lease and not self._is_due(record):
-                        return None               # recover() read a stale list: nothing to do
-                    lookup(record.workflow, record.version, run_id=run_id)   # before counting
-                    entries, dead = self._take_up(record)
-                    if dead is not None:
-                        return dead               # declared dead instead of executed
-            return self._execute(record, entries)
+            with self.store.batch():
+                record = self.record(run_id)
+                if not self._leases.take(run_id, record):
+                    if must_lease:
+                        raise LeaseHeldError(f"run {run_id!r} is leased by worker "
+                                             f"{record.lease_owner} until "
+                                             f"{record.lease_expires}; try again later")
+                    return None
+                ready = self._take_up(record, must=must_lease)
+            return ready if not isinstance(ready, list) else self._execute(record, ready)
         finally:
-            if self._lease_until.pop(run_id, None) is not None:   # not released at its end
-                try:
-                    self.store.release_lease(run_id, self.worker)
-                except Exception:    # noqa: BLE001 - e.g. the store is locked or gone: the
-                    pass             # lease then expires by itself, and the error that
-                                     # matters is the one already on its way to the caller
+            self._leases.release(run_id)      # unless the run's ending let go of it already
+
+    def _take_up(self, record, must):
+        """In the transaction that holds the lease: the run's checkpoints, with this
+        execution counted before it starts (see "Poison runs"). Or, instead of a list: the
+        run as it is, if it has settled meanwhile (None for recover(), `must`=False); None
+        if recover() finds it no longer due; the dead run, if its interruptions reached the
+        limit."""
+        run_id = record.run_id
+        if record.status in _SETTLED:
+            return self.get(run_id) if must else None
+        if not must and not self._is_due(record):
+            return None                       # recover() read a stale list: nothing to do
+        lookup(record.workflow, record.version, run_id=run_id)   # before counting
+        entries = self.store.load_entries(run_id)
+        if (record.status == FAILED and entries and entries[-1].kind == ERROR
+                and not _effect_happened(entries[-1])):
+            # The step whose failure ended the run gets its attempts again.
+            self.store.discard_entries_from(run_id, entries[-1].position)
+            self.log_event(run_id, "retrying", entries[-1].position, entries[-1].label)
+            entries.pop()
+        here = len(entries)
+        interruptions = 0
+        if record.taken_up_at is not None:             # the last execution never ended
+            interruptions = record.interruptions + 1 if here == record.taken_up_at else 1
+            self.log_event(run_id, "interrupted", position=here,
+                           detail=f"the execution that took the run up at position "
+                                  f"{record.taken_up_at} never ended (its process died, or "
+                                  f"SystemExit or the like stopped it): {interruptions} in a row "
+                                  f"at position {here}")
+            if self.max_interruptions is not None and interruptions >= self.max_interruptions:
+                reason = self._dead_reason(run_id, here, interruptions, entries)
+                self._end(record, "dead", reason, event_position=here, status=DEAD,
+                          error=reason, waiting_for=None, wake_at=None,
+                          interruptions=interruptions)
+                return self.get(run_id)
+        changes = {"interruptions": interruptions, "taken_up_at": here}
+        if record.status != RUNNING or record.waiting_for is not None:
+            changes.update(status=RUNNING, waiting_for=None, wake_at=None, error=None,
+                           updated_at=self.clock())
+        self._update(record, **changes)
+        # Logged even with no checkpoints: each execution begins with an event of its own,
+        # so the trace can tell a worker's second go at the run from its first.
+        self.log_event(run_id, "resumed",
+                       detail=f"{here} {'entry' if here == 1 else 'entries'} recorded")
+        return entries
 
     def _execute(self, record, entries):
         run_id = record.run_id
@@ -579,7 +613,8 @@ class Engine:
         if record.budget_json is not None:
             from .policy import Budget
             budget = Budget.from_json(jsonvalue.decode(record.budget_json))
-        ctx = Context(self, record, entries, budget, on_step=self.on_step)
+        ctx = Context(self, record, entries, budget, on_step=self.on_step,
+                      leases=self._leases, crashes=self._crashes)
         args = jsonvalue.decode(record.args_json)
         kwargs = jsonvalue.decode(record.kwargs_json)
         try:
@@ -600,9 +635,9 @@ class Engine:
             raise     # a bug in the code: its history stays as it is, for a person to act on
         except (LeaseLostError, StoreWriteError):
             raise     # a lost race, or a store that cannot write: nothing more can be recorded
-        except Compensated as done:   # a saga undid the run's steps after one failed for good
-            text = jsonvalue.encode(done.result, what=f"the compensation of run {run_id!r} is")
-            self._end(record, "compensated", str(done), status=COMPENSATED, result_json=text,
+        except RunEnding as done:     # e.g. a saga undid the run's steps (status "compensated")
+            text = jsonvalue.encode(done.result, what=f"the ending of run {run_id!r} is")
+            self._end(record, done.status, str(done), status=done.status, result_json=text,
                       error=str(done))
         except Exception as exc:
             message = f"{type(exc).__name__}: {exc}"
@@ -619,7 +654,7 @@ class Engine:
         # Build the answer from what this execution already holds (the record it kept in
         # step with its writes, the usage it counted over every checkpoint): no second read.
         usage = ctx.usage if ctx.position >= ctx.recorded else self._usage(ctx.entries, record)
-        return self._snapshot(record, usage, ctx.executed, ctx.replayed)
+        return _snapshot(record, usage, ctx.executed, ctx.replayed)
 
     def _end_completed(self, record, text):
         """Record the run completed with its result; if the store refuses that result (too
@@ -637,44 +672,6 @@ class Engine:
             except Exception:        # noqa: BLE001 - the store takes nothing: say so
                 raise StoreWriteError(f"run {record.run_id!r}: {message}, and then refused "
                                       "to record that too") from exc
-
-    def _take_up(self, record):
-        """Load the run's checkpoints and count this execution before it starts (see
-        "Poison runs" above). Returns (checkpoints, None), or (None, the dead run) if the
-        run's interruptions have reached the limit."""
-        run_id = record.run_id
-        entries = self.store.load_entries(run_id)
-        if (record.status == FAILED and entries and entries[-1].kind == ERROR
-                and not _effect_happened(entries[-1])):
-            # The step whose failure ended the run gets its attempts again.
-            self.store.discard_entries_from(run_id, entries[-1].position)
-            self._event(run_id, "retrying", entries[-1].position, entries[-1].label)
-            entries.pop()
-        here = len(entries)
-        interruptions = 0
-        if record.taken_up_at is not None:             # the last execution never ended
-            interruptions = record.interruptions + 1 if here == record.taken_up_at else 1
-            self._event(run_id, "interrupted", position=here,
-                        detail=f"the execution that took the run up at position "
-                               f"{record.taken_up_at} never ended (its process died, or "
-                               f"SystemExit or the like stopped it): {interruptions} in a row "
-                               f"at position {here}")
-            if self.max_interruptions is not None and interruptions >= self.max_interruptions:
-                reason = self._dead_reason(run_id, here, interruptions, entries)
-                self._end(record, "dead", reason, event_position=here, status=DEAD,
-                          error=reason, waiting_for=None, wake_at=None,
-                          interruptions=interruptions)
-                return None, self.get(run_id)
-        changes = {"interruptions": interruptions, "taken_up_at": here}
-        if record.status != RUNNING or record.waiting_for is not None:
-            changes.update(status=RUNNING, waiting_for=None, wake_at=None, error=None,
-                           updated_at=self.clock())
-        self._update(record, **changes)
-        # Logged even with no checkpoints: each execution begins with an event of its own,
-        # so the trace can tell a worker's second go at the run from its first.
-        self._event(run_id, "resumed",
-                    detail=f"{here} {'entry' if here == 1 else 'entries'} recorded")
-        return entries, None
 
     def _dead_reason(self, run_id, here, interruptions, entries):
         where = f"after {entries[-1].label!r}" if entries else "before its first entry"
@@ -704,9 +701,9 @@ class Engine:
         with self.store.batch():
             self._update(record, taken_up_at=None, updated_at=self.clock(), lease_owner=None,
                          lease_expires=None, **fields)
-            self._event(record.run_id, event, position=event_position, name=event_name,
-                        detail=detail)
-        self._lease_until.pop(record.run_id, None)
+            self.log_event(record.run_id, event, position=event_position, name=event_name,
+                           detail=detail)
+        self._leases.ended(record.run_id)
 
     def _update(self, record, **fields):
         """Change the run in the store (fenced: only while we hold its lease), and `record`
@@ -716,10 +713,46 @@ class Engine:
             setattr(record, name, value)
 
 
+class NewRun:
+    """A run checked and encoded by `Engine.prepare_run`, not yet written."""
+
+    __slots__ = ("wf", "run_id", "args_json", "kwargs_json", "budget_json")
+
+    def __init__(self, wf, run_id, args_json, kwargs_json, budget_json):
+        self.wf, self.run_id = wf, run_id
+        self.args_json, self.kwargs_json, self.budget_json = args_json, kwargs_json, budget_json
+
+    def record(self, status, now, *, lease_owner=None, lease_seconds=None, taken_up_at=None):
+        """Its record, created at `now` with `status` (and a lease, if given)."""
+        return RunRecord(self.run_id, self.wf.name, self.wf.version, self.args_json,
+                         self.kwargs_json, status, now, now, budget_json=self.budget_json,
+                         lease_owner=lease_owner,
+                         lease_expires=None if lease_owner is None else now + lease_seconds,
+                         taken_up_at=taken_up_at)
+
+    def check_same(self, existing):
+        """An existing run under this id must be the same run (argument order in a dict
+        does not matter; values, as JSON, do)."""
+        same = (existing.workflow == self.wf.name
+                and _same_json(existing.args_json, self.args_json)
+                and _same_json(existing.kwargs_json, self.kwargs_json))
+        if not same:
+            raise RunArgumentsMismatch(
+                f"run {existing.run_id!r} already exists as {existing.workflow}"
+                f"{existing.args_json} {existing.kwargs_json}; it cannot be started again as "
+                f"{self.wf.name}{self.args_json} {self.kwargs_json}. Use a new run id.")
+
+
+def _snapshot(record, usage, executed=(), replayed=()):
+    from .run import Run      # on first use (a dataclass: see policy.py on import time)
+    return Run(record.run_id, record.workflow, record.version, record.status,
+               jsonvalue.decode(record.result_json), record.error, record.halt_reason,
+               record.waiting_for, record.wake_at, usage.steps, usage.cost,
+               list(executed), list(replayed))
+
+
 # Every engine of this process, so that a forked child can make each a worker of its own.
 _ENGINES = weakref.WeakSet()
-
-
 _PARENT = [os.getpid()]       # the forking process's pid, for the child's handler
 
 
@@ -746,32 +779,8 @@ def _effect_happened(entry) -> bool:
     return bool(jsonvalue.decode(entry.result_json).get("effect_happened"))
 
 
-def _check_run_id(run_id):
-    if not isinstance(run_id, str) or not run_id:
-        raise TypeError(f"a run id must be a non-empty string (or None for a generated one), "
-                        f"not {run_id!r}")
-    try:
-        run_id.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValueError(f"the run id {run_id!r} is not text a store can keep (it holds a "
-                         "lone surrogate)") from None
-
-
 def _same_json(a: str, b: str) -> bool:
     """The same JSON values, whatever the order of keys in an object. (Comparing the Python
     values would not do: True == 1 == 1.0, but they are three different arguments.)"""
     return (json.dumps(json.loads(a), sort_keys=True, separators=(",", ":"))
             == json.dumps(json.loads(b), sort_keys=True, separators=(",", ":")))
-
-
-def _check_same_run(existing, wf, args_json, kwargs_json):
-    """`start` with an existing run id must describe the same run (argument order in a
-    dict does not matter; values, as JSON, do)."""
-    same = (existing.workflow == wf.name
-            and _same_json(existing.args_json, args_json)
-            and _same_json(existing.kwargs_json, kwargs_json))
-    if not same:
-        raise RunArgumentsMismatch(
-            f"run {existing.run_id!r} already exists as {existing.workflow}{existing.args_json} "
-            f"{existing.kwargs_json}; it cannot be started again as "
-            f"{wf.name}{args_json} {kwargs_json}. Use a new run id.")

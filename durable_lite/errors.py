@@ -36,6 +36,11 @@ class RunArgumentsMismatch(DurableError):
     """`start` was given a run id that exists, with different arguments."""
 
 
+class QueuedRunError(DurableError):
+    """A queued run was asked to run outside its queue (resume or start): only a worker's
+    engine.work(queue) starts it, within the queue's limits (queue.py)."""
+
+
 class WorkflowNotRegistered(DurableError):
     """A run needs workflow code (name, version) that this process has not defined."""
 

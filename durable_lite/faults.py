@@ -61,23 +61,30 @@ class CrashAt:
 
 class CrashPlan:
     """The crashes still to come for one engine or runner. Each fires once, so a resume
-    does not crash at the same point forever."""
+    does not crash at the same point forever.
 
-    def __init__(self, crashes=None):
+    `seen`: a list that every crash point passed is appended to, as (step, occurrence,
+    when): how the sweep finds a workflow's crash points from one clean run."""
+
+    def __init__(self, crashes=None, seen=None):
         if crashes is None:
             crashes = []
         elif isinstance(crashes, CrashAt):
             crashes = [crashes]
         self.pending = list(crashes)
+        self.seen = seen
 
     def check(self, step: str, occurrence: int, when: str) -> None:
+        if self.seen is not None:
+            self.seen.append((step, occurrence, when))
         for plan in self.pending:
             if plan.matches(step, occurrence, when):
                 self.pending.remove(plan)
                 plan.fire()
 
     def __bool__(self):
-        return bool(self.pending)
+        """Worth asking at a crash point: a crash is still to come, or the points are noted."""
+        return bool(self.pending) or self.seen is not None
 
 
 def every_crash_point(step_names, kill: bool = False):

@@ -21,6 +21,12 @@ Four rules make "never execute the same step twice" hold between live workers:
    is "already ours" does not keep them apart. So the engine also notes which of its
    threads is executing which run (`RunTurns`): a second thread waits for its turn, or,
    in recover(), leaves that run to the thread that has it.
+6. A fork is a new worker: a forked child has a name, leases, turns and a heartbeat of its
+   own (Engine._start_process). A name given by hand cannot be made new, so a child that
+   inherited one refuses to take leases (SharedWorkerError) rather than share it.
+
+`Leases` below is the one place that keeps a worker's leases: the engine, the queue, an
+upgrade and a fork all take, keep and let go of them through it.
 
 What leases cannot prevent: a worker killed after a step's side effect but before its
 checkpoint. The next worker runs that step again. That window is closed by idempotency
@@ -32,7 +38,7 @@ import os
 import threading
 import weakref
 
-from .errors import LeaseHeldError
+from .errors import LeaseHeldError, LeaseLostError, SharedWorkerError
 
 
 def _host_name() -> str:
@@ -67,18 +73,96 @@ def owner_is_dead(owner: str | None) -> bool:
     return False
 
 
-class Heartbeat:
-    """Renews an engine's leases every third of the lease time, from a daemon thread.
+class Leases:
+    """The leases one worker holds, and until when it surely holds each (rules 1-4).
 
-    The thread holds only a weak reference to its engine and stops when the engine is
-    garbage collected, so a notebook that makes many engines does not pile up threads.
+    take(run_id, record)   take the run's lease in the store (rule 1)
+    adopt(run_id, until)   a lease the store granted with the run itself, in the same write
+                           (a run start() creates, one a queue hands out, a fork)
+    keep(run_id, now)      before new work: still ours? renew it when half used (rule 2)
+    beat()                 start the heartbeat that renews them all while steps run (rule 3)
+    ended(run_id)          the run's ending write let go of the lease already
+    release(run_id)        let go of it in the store, if that has not happened yet
+
+    Fencing (rule 4) is the store's: every write names `worker` as the owner it requires.
     """
 
-    def __init__(self, engine):
-        self._engine = weakref.ref(engine)
+    def __init__(self, store, worker, lease_seconds, clock, heartbeat=True, forked_from=None):
+        self.store, self.worker, self.lease_seconds, self.clock = store, worker, lease_seconds, clock
+        self._until = {}            # run id -> until when this worker surely holds its lease
+        self._heartbeat = Heartbeat(self) if heartbeat else None
+        self._forked_from = forked_from
+
+    def _check_own_process(self):
+        if self._forked_from is not None:
+            raise SharedWorkerError(
+                f"this engine, worker {self.worker!r}, was made in process {self._forked_from} "
+                f"and is used in a process forked from it ({os.getpid()}): two processes must "
+                "not share a worker name, or each takes the other's leases for its own. In the "
+                "child, make an Engine of its own with another worker= name, or leave worker= "
+                "unset: an engine with a made-up name becomes a new worker in each fork.")
+
+    def take(self, run_id, record) -> bool:
+        self._check_own_process()
+        now = self.clock()
+        until = now + self.lease_seconds
+        steal = record.lease_owner if owner_is_dead(record.lease_owner) else None
+        if self.store.try_lease(run_id, self.worker, until, now, steal_from=steal):
+            self._until[run_id] = until
+            return True
+        return False
+
+    def adopt(self, run_id, until):
+        self._check_own_process()
+        self._until[run_id] = until
+
+    def keep(self, run_id, now=None):
+        now = self.clock() if now is None else now
+        if now < self._until.get(run_id, 0) - self.lease_seconds / 2:
+            return
+        if not self.store.renew_lease(run_id, self.worker, now + self.lease_seconds):
+            raise LeaseLostError(f"run {run_id!r}: worker {self.worker} lost its lease; another "
+                                 "worker took the run over")
+        self._until[run_id] = now + self.lease_seconds
+
+    def beat(self):
+        """A step may run long: renew the leases meanwhile. (Replaying holds a lease for
+        milliseconds, and fake time does not pass while a step runs: no thread needed.)"""
+        if self._heartbeat is not None:
+            self._heartbeat.ensure_running()
+
+    def renew_all(self):
+        if self._until:
+            self.store.renew_leases(self.worker, self.clock() + self.lease_seconds)
+
+    def ended(self, run_id):
+        self._until.pop(run_id, None)
+
+    def release(self, run_id):
+        if self._until.pop(run_id, None) is not None:
+            try:
+                self.store.release_lease(run_id, self.worker)
+            except Exception:    # noqa: BLE001 - e.g. the store is locked or gone: the lease
+                pass             # then expires by itself, and the error that matters is the
+                                 # one already on its way to the caller
+
+    def until(self, run_id):
+        return self._until.get(run_id)
+
+
+class Heartbeat:
+    """Renews a worker's leases every third of the lease time, from a daemon thread.
+
+    The thread holds only a weak reference to the leases and stops when they are garbage
+    collected (with their engine), so a notebook that makes many engines does not pile up
+    threads.
+    """
+
+    def __init__(self, leases):
+        self._leases = weakref.ref(leases)
         self._stop = threading.Event()
         self._thread = None
-        weakref.finalize(engine, self._stop.set)
+        weakref.finalize(leases, self._stop.set)
 
     def ensure_running(self):
         if self._thread is None or not self._thread.is_alive():
@@ -88,21 +172,21 @@ class Heartbeat:
 
     def _beat(self):
         while True:
-            engine = self._engine()
-            if engine is None:
+            leases = self._leases()
+            if leases is None:
                 return
-            interval = engine.lease_seconds / 3
-            del engine                      # hold no strong reference while sleeping
+            interval = leases.lease_seconds / 3
+            del leases                      # hold no strong reference while sleeping
             if self._stop.wait(interval):
                 return
-            engine = self._engine()
-            if engine is None:
+            leases = self._leases()
+            if leases is None:
                 return
             try:
-                engine._renew_leases()
+                leases.renew_all()
             except Exception:               # a closed store, a busy file: try at the next beat;
                 pass                        # fencing keeps the history safe meanwhile
-            del engine
+            del leases
 
 
 class RunTurns:

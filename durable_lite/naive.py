@@ -84,7 +84,7 @@ class NaiveRunner:
         self.clock = clock or SystemClock()
         self.ids = ids or random_ids
         self.rng = random.Random(seed)
-        self._crashes = CrashPlan(crash_at)
+        self._crashes = crash_at if isinstance(crash_at, CrashPlan) else CrashPlan(crash_at)
         self.executions = []
 
     def _fault_point(self, step, occurrence, when):

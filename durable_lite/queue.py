@@ -53,14 +53,10 @@ import json
 import math
 
 from .clock import FakeClock
-from .errors import DurableError, RunArgumentsMismatch, WorkflowNotRegistered
-from .store.records import QUEUED, RUNNING, SLEEPING, UNFINISHED, RunRecord
+from .errors import QueuedRunError, RunArgumentsMismatch, WorkflowNotRegistered  # noqa: F401
+from .store.records import QUEUED, RUNNING, SLEEPING, UNFINISHED
 
 _NOBODY = object()      # no key may start now (a key itself may be None: "no key")
-
-
-class QueuedRunError(DurableError):
-    """A queued run was asked to run outside its queue (resume or start)."""
 
 
 class Queue:
@@ -125,9 +121,6 @@ class Queue:
 # enqueueing ---------------------------------------------------------------------------------
 def enqueue(engine, queue, wf, args, kwargs, key, run_id, budget):
     """Engine.enqueue: create the run as QUEUED, at the back of `queue`, in one transaction."""
-    from .engine import _check_same_run
-    from .usage import Usage
-
     if not isinstance(queue, Queue):
         raise TypeError(f"enqueue needs a dl.Queue as its first argument, not {queue!r}")
     if key is not None and (not isinstance(key, str) or not key):
@@ -138,26 +131,22 @@ def enqueue(engine, queue, wf, args, kwargs, key, run_id, budget):
     except UnicodeEncodeError:
         raise ValueError(f"queue {queue.name!r}: the key {key!r} is not text a store can keep "
                          "(it holds a lone surrogate)") from None
-    wf, run_id, args_json, kwargs_json, budget_json = engine._new_run(wf, run_id, args, kwargs,
-                                                                      budget)
+    new = engine.prepare_run(wf, run_id, args, kwargs, budget)
     store = engine.store
     now = engine.clock()
-    record = RunRecord(run_id, wf.name, wf.version, args_json, kwargs_json, QUEUED, now, now,
-                       budget_json=budget_json)
     try:
         with store.batch():
             store.save_queue(queue.name, queue.limits_json(), replace=False)
-            store.create_run(record)
-            store.add_to_queue(queue.name, key, run_id, now)
-            engine._event(run_id, "enqueued", detail=_where(queue.name, key))
+            store.create_run(new.record(QUEUED, now))
+            store.add_to_queue(queue.name, key, new.run_id, now)
+            engine.log_event(new.run_id, "enqueued", detail=_where(queue.name, key))
     except ValueError:                      # the run id exists: enqueued (or started) before
-        existing = store.get_run(run_id)
+        existing = store.get_run(new.run_id)
         if existing is None:
             raise
-        _check_same_run(existing, wf, args_json, kwargs_json)
-        _check_same_place(store, run_id, queue.name, key)
-        return engine.get(run_id)
-    return engine._snapshot(record, Usage(0, 0.0))
+        new.check_same(existing)
+        _check_same_place(store, new.run_id, queue.name, key)
+    return engine.get(new.run_id)
 
 
 def _check_same_place(store, run_id, queue, key):
@@ -176,15 +165,6 @@ def _check_same_place(store, run_id, queue, key):
             f"run {run_id!r} was enqueued in {told(place.queue, place.key)}; enqueueing it "
             f"again into {told(queue, key)} cannot move it. Use a new run id, or enqueue it "
             "where it is.")
-
-
-def refuse(engine, record):
-    """Engine._continue calls this for a QUEUED run: only a worker's work() starts it."""
-    places = [q for q in engine.store.queued_runs() if q.run_id == record.run_id]
-    where = _where(places[0].queue, places[0].key) if places else "a queue"
-    raise QueuedRunError(f"run {record.run_id!r} waits in {where}: a worker's engine.work(queue) "
-                         "starts it when the queue's limits allow; it cannot be started or "
-                         "resumed around them")
 
 
 # working ------------------------------------------------------------------------------------
@@ -256,16 +236,15 @@ def start_next(engine, name):
                 return None, reopen
             key, run_id = chosen
             _check_registered(store, name, run_id)
-            engine._check_own_process()
             record = store.take_from_queue(name, key, engine.worker, now,
                                            now + engine.lease_seconds)
-            # This engine's other threads leave the run to this one (lease.py, rule 5).
-            hold.enter_context(engine._turns.take(run_id, wait=False))
+            # Held before the transaction ends, so that none of this engine's other threads
+            # can take the run up in between (lease.py, rule 5).
+            hold.enter_context(engine.holding(run_id, created=record))
             waited = now - record.created_at
-            engine._event(run_id, "started", detail=f"{record.workflow} v{record.version}, from "
-                          f"{_where(name, key)} after {waited:.2f} s")
-        engine._lease_until[run_id] = record.lease_expires
-        return engine._drive(run_id, must_lease=True, created=record), None
+            engine.log_event(run_id, "started", detail=f"{record.workflow} v{record.version}, "
+                             f"from {_where(name, key)} after {waited:.2f} s")
+        return engine.drive(record, created=True), None
 
 
 def _choose(store, name, now):

@@ -69,16 +69,20 @@ Compensated raised inside another saga's block passes through it without running
 saga's undos, so give a run one saga.
 """
 
-from .context import StepFailed
+from .context import RunEnding, StepFailed
 from .errors import DurableError
+from .store.records import COMPENSATED
 
 UNDO_PREFIX = "undo:"
 
 
-class Compensated(Exception):
+class Compensated(RunEnding):
     """Raised by `Saga.compensate` once every undo has run: the engine ends the run with
-    status "compensated" and `result` as its result. Catch it to do something after the
-    undos (say, tell the customer), then raise it again."""
+    status "compensated" and `result` as its result (a RunEnding, so the engine needs to
+    know nothing of sagas). Catch it to do something after the undos (say, tell the
+    customer), then raise it again."""
+
+    status = COMPENSATED
 
     def __init__(self, run_id, failed_step, error, undos):
         self.run_id, self.failed_step, self.error, self.undos = run_id, failed_step, error, list(undos)

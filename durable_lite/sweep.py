@@ -62,7 +62,7 @@ from . import jsonvalue
 from .clock import FakeClock, SequentialIds
 from .engine import Engine
 from .errors import Crash, NonDeterminismError, WorkflowNotRegistered
-from .faults import AFTER_CHECKPOINT, AFTER_EFFECT, BEFORE_STEP, CrashAt
+from .faults import AFTER_CHECKPOINT, AFTER_EFFECT, BEFORE_STEP, CrashAt, CrashPlan
 from .naive import NaiveRunner
 from .sim import forget_worlds, world_at
 from .store import SQLiteStore
@@ -492,17 +492,19 @@ class _InProcess:
         crash = None if armed is None else armed.crash_at()
         clock = FakeClock(case.clock.t)      # the attempt's own clock, as a process would have
         ids, seen = SequentialIds(*case.ids(n)), self.seen
+        # The plan notes every crash point passed in `seen` (the clean run's discovery).
+        crashes = CrashPlan(crash, seen=seen)
         try:
             if plan.runner == "naive":
-                runner = _WatchedNaive(seen, max_attempts=1, clock=clock, ids=ids, seed=0, crash_at=crash)
+                runner = NaiveRunner(max_attempts=1, clock=clock, ids=ids, seed=0, crash_at=crashes)
                 outcome = runner.run(plan.wf, *case.args(), run_id=case.run_id, **plan.kwargs)
-                if crash is not None and not runner._crashes:      # it fired: the queue redelivers
+                if crash is not None and not crashes.pending:   # it fired: the queue redelivers
                     return {"crashed": True}
                 out = {"status": outcome.status, "result": outcome.result,
                        "error": outcome.errors[-1] if outcome.errors else None}
             else:
-                engine = _WatchedEngine(seen, self.store, clock, ids=ids, seed=0,
-                                        worker=f"sweep-attempt-{n}", crash_at=crash)
+                engine = Engine(self.store, clock, ids=ids, seed=0,
+                                worker=f"sweep-attempt-{n}", crash_at=crashes)
                 if n == 1:
                     run = engine.start(plan.wf, *case.args(), run_id=case.run_id, **plan.kwargs)
                 else:
@@ -567,28 +569,6 @@ class _RealKill:
 
     def close(self):
         pass
-
-
-class _Watched:
-    """Mixed into a runner: notes every crash point it passes in `seen` (for the clean run's
-    discovery), then lets the runner decide whether to crash there."""
-
-    def __init__(self, seen, *args, **kwargs):
-        self._seen = seen
-        super().__init__(*args, **kwargs)
-
-    def _fault_point(self, step, occurrence, when):
-        if self._seen is not None:
-            self._seen.append((step, occurrence, when))
-        super()._fault_point(step, occurrence, when)
-
-
-class _WatchedEngine(_Watched, Engine):
-    pass
-
-
-class _WatchedNaive(_Watched, NaiveRunner):
-    pass
 
 
 # the result -----------------------------------------------------------------------------

@@ -8,10 +8,11 @@ durable_lite offers five ways through a deploy, from the least to the most code 
 
 1. Versions (workflow.py): `@dl.workflow("refund", version=2)` beside version 1. Every run
    finishes on the version it started on; you keep version 1's code until its runs are done.
-2. Patch gates (below): one function, with `if ctx.patched("fraud-check"):` around the
-   change. Runs recorded before the change replay down the old branch; every run that
-   reaches the gate under the new code takes the new one. You keep the old branch until
-   no unfinished run needs it (`patch_report` says when).
+2. Patch gates: one function, with `if ctx.patched("fraud-check"):` around the change.
+   Runs recorded before the change replay down the old branch; every run that reaches the
+   gate under the new code takes the new one. You keep the old branch until no unfinished
+   run needs it (`patch_report`, below, says when). The rule itself is a rule of replay, so
+   it lives with the other ones: `Context.patched` in context.py.
 3. State migrations (below): `@dl.migration("refund", from_version=1, to_version=2)` turns a
    version-1 run's recorded state (arguments, step results, signal payloads) into what
    version 2 expects, and `engine.upgrade(run_id)` moves the run onto version 2 — after
@@ -28,103 +29,16 @@ of kind "patch", a run's version is its record's version, and what an upgrade or
 (and every value it replaced) is in the run's event log.
 """
 
+import contextlib
 import json
-import random
 
 from . import jsonvalue
-from .context import Context, Halt, Park, StepFailed, check_name
-from .errors import (LeaseHeldError, NonDeterminismError, RunArgumentsMismatch,
-                     RunFinishedError, StepResultNotJSON, UnknownStepError, UpgradeRefused)
-from .store.records import (COMPLETED, DIVERGED, ERROR, PARKED, PATCH, RUNNING, SIGNAL, STEP,
-                            TIMER, Entry, RunRecord)
+from .context import Context, Halt, NewWork, Park, StepFailed, check_run_id
+from .errors import (NonDeterminismError, RunArgumentsMismatch, RunFinishedError,
+                     StepResultNotJSON, UnknownStepError, UpgradeRefused)
+from .store.records import (COMPLETED, DIVERGED, ERROR, PARKED, RUNNING, SIGNAL, STEP, TIMER,
+                            Entry, RunRecord)
 from .workflow import latest, lookup, registered
-
-
-# patch gates ------------------------------------------------------------------------------
-def patched(ctx, name: str) -> bool:
-    """Which branch of the patch gate `name` this run takes: True for the new code.
-
-    The rule looks at the run's history at the position the gate is reached (the next
-    position, the one a step called here would take):
-
-    - Nothing is recorded there yet: the run meets the gate under the code that has it
-      (a new run; or an old run that had not got this far when the deploy happened).
-      A *marker* — an entry of kind "patch" named `name` — is recorded at that position,
-      and the answer is True. The marker is committed before the new branch runs, so a
-      crash right after it keeps the run on the new branch.
-    - The marker is recorded there: a replay of a run that took the new branch. The
-      marker is replayed (it takes its position), and the answer is True again.
-    - Anything else is recorded there: the run was recorded by code without the gate, and
-      went past this point on the old branch. The answer is False, and the gate takes no
-      position, so the old branch's calls replay at the positions they were recorded at.
-
-    Either way the run never diverges at the gate: it follows the branch its history
-    already holds. The same name may be used at several points of one workflow (each call
-    decides at its own position; a second marker is labelled "name#2").
-
-    Retiring a gate: once no unfinished run takes the old branch (`engine.patch_report`
-    lists them: runs that replay the gate as False), replace `if ctx.patched(name):` and
-    its else branch by `ctx.deprecate_patch(name)` followed by the new code alone. Once no
-    unfinished run holds the marker either, delete that call too. Removing the gate at
-    once instead makes every run holding the marker diverge, because its history has a
-    marker where the code now asks for a step; removing it while runs still take the old
-    branch makes those diverge.
-    """
-    ctx._check_callable_here("patched")
-    check_name("patch", name, ctx.run_id)
-    try:
-        entry = _recorded_here(ctx)
-        if entry is not None and not (entry.kind == PATCH and entry.name == name):
-            _note_decision(ctx, name, False)
-            return False
-        position, occurrence = _take_position(ctx, name)
-        if entry is None:
-            now = ctx._engine.clock()
-            ctx._commit(Entry(position, PATCH, name, occurrence, "true", 1, now, now,
-                              ctx._engine.worker))
-        else:
-            _note_decision(ctx, name, True)
-        return True
-    except Exception as exc:
-        ctx.fatal = exc
-        raise
-
-
-def deprecate_patch(ctx, name: str) -> None:
-    """The patch gate `name` once its old branch is deleted (see `patched`).
-
-    If the run's history holds the gate's marker at this position, it is replayed (it keeps
-    its position, so the calls after it line up); otherwise nothing happens and nothing is
-    recorded, so new runs carry no marker at all. Deprecate a gate only when no unfinished
-    run takes its old branch: such a run would now meet the new branch's first call where
-    its history holds the old branch's, and diverge. Delete the call when no unfinished run
-    holds the marker.
-    """
-    ctx._check_callable_here("deprecate_patch")
-    check_name("patch", name, ctx.run_id)
-    entry = _recorded_here(ctx)
-    if entry is not None and entry.kind == PATCH and entry.name == name:
-        _take_position(ctx, name)
-        _note_decision(ctx, name, True)
-
-
-def _recorded_here(ctx):
-    """The entry recorded at the position the next call would take, or None."""
-    return ctx._entries[ctx._position] if ctx._position < len(ctx._entries) else None
-
-
-def _take_position(ctx, name):
-    counts = ctx._occurrences.setdefault(PATCH, {})
-    counts[name] = counts.get(name, 0) + 1
-    ctx._position += 1
-    return ctx._position - 1, counts[name]
-
-
-def _note_decision(ctx, name, new_branch):
-    """A replay check keeps how each gate decided inside the recorded history."""
-    decisions = getattr(ctx, "patch_decisions", None)
-    if decisions is not None:
-        decisions[name] = decisions.get(name, True) and new_branch
 
 
 # replay checks ----------------------------------------------------------------------------
@@ -146,45 +60,6 @@ class ReplayCheck:
                 f"{self.outcome})")
 
 
-class _NewWork(BaseException):
-    """Internal: the replay reached a position its history does not hold. Not an error."""
-
-    def __init__(self, position, kind, name):
-        super().__init__(position)
-        self.position, self.kind, self.name = position, kind, name
-
-
-class _ReplayEngine:
-    """The engine as a replay check sees it: its clock and store to read, no crash points,
-    and ids and random numbers of its own. (A check stops before recording anything, but
-    ctx.uuid() makes its id before it records it: that must not use up the engine's.)"""
-
-    def __init__(self, engine):
-        self.clock, self.store, self.worker = engine.clock, engine.store, engine.worker
-        self.rng = random.Random(0)
-
-    @staticmethod
-    def ids():
-        return "replay-check"
-
-    def _fault_point(self, step, occurrence, when):
-        pass
-
-
-class _ReplayOnly(Context):
-    """A Context that replays recorded entries and stops where new work would begin."""
-
-    def __init__(self, engine, record, entries):
-        super().__init__(_ReplayEngine(engine), record, list(entries), budget=None)
-        self.patch_decisions = {}
-
-    def _execute_step(self, spec, position, occurrence, fn, args, kwargs):
-        raise _NewWork(position, STEP, spec.name)
-
-    def _commit(self, entry, label=None, consume_signal=None):
-        raise _NewWork(entry.position, entry.kind, entry.name)
-
-
 def replay(engine, record, entries, wf) -> ReplayCheck:
     """Replay `entries` (a run's history) on workflow code `wf` without doing anything.
 
@@ -192,7 +67,7 @@ def replay(engine, record, entries, wf) -> ReplayCheck:
     position from the history and stops at the first position the history does not hold:
     no step runs, nothing is written, no signal is consumed.
     """
-    ctx = _ReplayOnly(engine, record, entries)
+    ctx = Context(engine, record, list(entries), budget=None, replay_only=True)
     args, kwargs = jsonvalue.decode(record.args_json), jsonvalue.decode(record.kwargs_json)
 
     def result(ok, outcome, error=None, park=None):
@@ -204,7 +79,7 @@ def replay(engine, record, entries, wf) -> ReplayCheck:
             wf.fn(ctx, *args, **kwargs)
         finally:
             ctx._check_usable()          # an error the workflow caught still counts
-    except _NewWork as new:
+    except NewWork as new:
         return result(True, f"new work at position {new.position}: {new.kind} {new.name!r}")
     except Park as park:
         return result(True, f"parks, {park.status} for {park.waiting_for!r}",
@@ -230,7 +105,7 @@ def check_replay(engine, run_id, version=None) -> ReplayCheck:
     """Replay run `run_id`'s history on the code registered now for its workflow (its own
     version, or `version`), doing nothing. Use it before a deploy: every unfinished run
     whose check is not ok would diverge on the new code."""
-    record = engine._record(run_id)
+    record = engine.record(run_id)
     wf = lookup(record.workflow, record.version if version is None else version, run_id=run_id)
     return replay(engine, record, engine.store.load_entries(run_id), wf)
 
@@ -452,25 +327,12 @@ def _where(record, entries) -> str:
 
 
 def _write_entries(engine, run_id, entries):
-    """Record `entries` into run `run_id`, keeping the name of the worker that executed each.
-
-    A checkpoint is written only while its worker holds the run's lease (lease.py, rule 4),
-    so this worker lends its lease to each entry's worker for that one write and takes it
-    back. Call it inside a store batch that holds this worker's lease: the batch is one
-    transaction, so no other worker ever sees the lease lent out.
-    """
-    store, me = engine.store, engine.worker
-    until = engine._lease_until.get(run_id, engine.clock() + engine.lease_seconds)
+    """Record `entries` into run `run_id`, each under the name of the worker that executed
+    it, fenced by this worker's lease (which the caller holds, inside a store batch)."""
     for e in entries:
         if e.worker is None:                 # written before entries named their worker
-            e = Entry(*e[:8], me, e.cost)
-        if e.worker != me:
-            store.try_lease(run_id, e.worker, until, engine.clock(), steal_from=me)
-        try:
-            store.record_entry(run_id, e)
-        finally:
-            if e.worker != me:
-                store.try_lease(run_id, me, until, engine.clock(), steal_from=e.worker)
+            e = Entry(*e[:8], engine.worker, e.cost)
+        engine.store.record_entry(run_id, e, fence=engine.worker)
 
 
 def _note(run, text):
@@ -498,34 +360,33 @@ def upgrade(engine, run_id, to_version=None):
     WorkflowNotRegistered (no code for the target here), or LeaseHeldError (another worker
     is executing the run: upgrade it when it stops or parks).
     """
-    with engine._turns.take(run_id):
-        record = engine._record(run_id)
-        target = latest(record.workflow).version if to_version is None else to_version
-        if record.status == COMPLETED:
-            raise RunFinishedError(
-                f"run {run_id!r} completed on {record.workflow} v{record.version}; an upgrade "
-                f"cannot change what happened. To run part of it again on v{target}, "
-                f"fork it: engine.fork({run_id!r}, from_step=..., version={target}).")
-        if target == record.version:
-            return _note(engine.get(run_id), f"run {run_id!r} is on {record.workflow} "
-                                             f"v{target} already: nothing to do")
-        if target < record.version:
-            raise UpgradeRefused(f"run {run_id!r} is on {record.workflow} v{record.version}; "
-                                 f"it cannot move back to v{target}: runs only move forward")
-        wf = lookup(record.workflow, target, run_id=run_id)
-        if not engine._take_lease(run_id, record):
-            raise LeaseHeldError(f"run {run_id!r} is being executed by worker "
-                                 f"{record.lease_owner}; upgrade it when it has stopped or parked")
-        try:
-            return _upgrade(engine, run_id, target, wf)
-        finally:
-            engine._lease_until.pop(run_id, None)
-            engine.store.release_lease(run_id, engine.worker)
+    record = engine.record(run_id)
+    target = latest(record.workflow).version if to_version is None else to_version
+    if record.status != COMPLETED and target == record.version:
+        return _note(engine.get(run_id), f"run {run_id!r} is on {record.workflow} "
+                                         f"v{target} already: nothing to do")
+    wf = _upgrade_target(record, target)
+    with engine.holding(run_id, busy="upgrade it when it has stopped or parked") as record:
+        _upgrade_target(record, target)        # the same answer, now that nothing can change
+        return _upgrade(engine, record, target, wf)
 
 
-def _upgrade(engine, run_id, target, wf):
-    store = engine.store
-    record = engine._record(run_id)                     # re-read under the lease
+def _upgrade_target(record, target):
+    """The code of version `target`, if run `record` may move there; else why not."""
+    run_id = record.run_id
+    if record.status == COMPLETED:
+        raise RunFinishedError(
+            f"run {run_id!r} completed on {record.workflow} v{record.version}; an upgrade "
+            f"cannot change what happened. To run part of it again on v{target}, "
+            f"fork it: engine.fork({run_id!r}, from_step=..., version={target}).")
+    if target < record.version:
+        raise UpgradeRefused(f"run {run_id!r} is on {record.workflow} v{record.version}; "
+                             f"it cannot move back to v{target}: runs only move forward")
+    return lookup(record.workflow, target, run_id=run_id)
+
+
+def _upgrade(engine, record, target, wf):
+    store, run_id = engine.store, record.run_id
     entries = store.load_entries(run_id)
     old = record.version
 
@@ -553,9 +414,9 @@ def _upgrade(engine, run_id, target, wf):
             _write_entries(engine, run_id, [e for e in new_entries if e.position >= changed[0]])
         for position in changed:
             before = entries[position]
-            engine._event(run_id, "migrated", position=position, name=before.label,
-                          detail=before.result_json)
-        engine._event(run_id, "upgraded", detail=json.dumps(
+            engine.log_event(run_id, "migrated", position=position, name=before.label,
+                             detail=before.result_json)
+        engine.log_event(run_id, "upgraded", detail=json.dumps(
             {"from": old, "to": target, "migrations": steps,
              "args": jsonvalue.decode(record.args_json),
              "kwargs": jsonvalue.decode(record.kwargs_json)}))
@@ -589,7 +450,7 @@ def fork(engine, source_id, from_step, run_id=None, version=None):
     not fit, the fork is refused and nothing is created. Calling fork again with the same
     run id, source and step continues that fork instead of starting another.
     """
-    source = engine._record(source_id)
+    source = engine.record(source_id)
     entries = engine.store.load_entries(source_id)
     at = next((e.position for e in entries if e.label == from_step and e.kind in (STEP, ERROR, TIMER)), None)
     if at is None:
@@ -604,8 +465,7 @@ def fork(engine, source_id, from_step, run_id=None, version=None):
     if run_id is None:
         run_id = f"{source_id}-fork-{engine.ids()}"
     else:
-        from .engine import _check_run_id
-        _check_run_id(run_id)
+        check_run_id(run_id)
     # Copied entries name where they come from instead of the worker that executed them
     # (the source's history keeps that), so the fork's history and trace show which steps
     # it executed itself and which it copied.
@@ -626,21 +486,20 @@ def fork(engine, source_id, from_step, run_id=None, version=None):
     if not check.ok:
         refuse(f"replayed on v{target}'s code, the copied steps do not fit ({check.error}).")
     lineage = json.dumps({"from": source_id, "step": from_step, "position": at, "version": target})
-    with engine._turns.take(run_id):
-        now = engine.clock()
-        record = RunRecord(run_id, source.workflow, target, copy.args_json, copy.kwargs_json,
-                           RUNNING, now, now, budget_json=source.budget_json,
-                           lease_owner=engine.worker, lease_expires=now + engine.lease_seconds)
+    now = engine.clock()
+    record = RunRecord(run_id, source.workflow, target, copy.args_json, copy.kwargs_json,
+                       RUNNING, now, now, budget_json=source.budget_json,
+                       lease_owner=engine.worker, lease_expires=now + engine.lease_seconds)
+    with contextlib.ExitStack() as hold:
         try:
             with engine.store.batch():
                 engine.store.create_run(record)
-                engine._lease_until[run_id] = record.lease_expires
+                hold.enter_context(engine.holding(run_id, created=record))
                 _write_entries(engine, run_id, prefix)
-                engine._event(run_id, "forked", position=at, name=from_step, detail=lineage)
-                engine._event(source_id, "forked_to", position=at, name=from_step,
-                              detail=json.dumps({"run": run_id, "version": target}))
+                engine.log_event(run_id, "forked", position=at, name=from_step, detail=lineage)
+                engine.log_event(source_id, "forked_to", position=at, name=from_step,
+                                 detail=json.dumps({"run": run_id, "version": target}))
         except ValueError:                       # the run id exists
-            engine._lease_until.pop(run_id, None)
             existing = engine.store.get_run(run_id)
             if existing is None:
                 raise
@@ -649,13 +508,10 @@ def fork(engine, source_id, from_step, run_id=None, version=None):
                 raise RunArgumentsMismatch(
                     f"run {run_id!r} already exists and is not a fork of {source_id!r} from "
                     f"{from_step!r} on v{target}; choose another run id for the fork") from None
-            return _note(engine._continue(existing, None),
+            return _note(engine.resume(run_id),
                          f"run {run_id!r} is the fork of {source_id!r} from {from_step!r} made "
                          "before: it was continued, not made again")
-        except BaseException:
-            engine._lease_until.pop(run_id, None)
-            raise
-        run = engine._drive(run_id, must_lease=True)
+        run = engine.drive(record)               # replays the copied entries, then executes
     return _note(run, f"forked from {source_id!r} at {from_step!r}: {_entries(len(prefix))} "
                       f"copied, executed from position {at} on {source.workflow} v{target}")
 

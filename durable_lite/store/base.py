@@ -35,9 +35,10 @@ class Store:
         """All of a run's checkpoints, in position order, in one read."""
         raise NotImplementedError
 
-    def record_entry(self, run_id: str, entry: Entry) -> None:
-        """Commit one checkpoint, if `entry.worker` holds the run's lease and the position is
-        free. Otherwise raise LeaseLostError: another worker owns the run now."""
+    def record_entry(self, run_id: str, entry: Entry, fence: str | None = None) -> None:
+        """Commit one checkpoint, if `entry.worker` (or `fence`, when given: a history copied
+        under the names of the workers that first recorded it) holds the run's lease and the
+        position is free. Otherwise raise LeaseLostError: another worker owns the run now."""
         raise NotImplementedError
 
     def discard_entries_from(self, run_id: str, position: int) -> list[Entry]:

@@ -72,10 +72,11 @@ class MemoryStore(Store):
             raise LeaseLostError(f"run {run_id!r}: worker {owner} may no longer {what}; the "
                                  f"lease is held by {holder or 'nobody'}")
 
-    def record_entry(self, run_id, entry):
+    def record_entry(self, run_id, entry, fence=None):
+        owner = entry.worker if fence is None else fence
         with self._lock:
-            if self._runs[run_id].lease_owner != entry.worker:
-                self._check_owner(run_id, entry.worker, f"record {entry.label!r}")
+            if self._runs[run_id].lease_owner != owner:
+                self._check_owner(run_id, owner, f"record {entry.label!r}")
             entries = self._entries[run_id]
             if entry.position != len(entries):
                 raise LeaseLostError(

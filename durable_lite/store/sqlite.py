@@ -286,17 +286,18 @@ class SQLiteStore(Store):
             rows = self._db.execute(_SELECT_ENTRIES, (run_id,)).fetchall()
         return list(map(Entry.from_row, rows))
 
-    def record_entry(self, run_id, entry: Entry):
+    def record_entry(self, run_id, entry: Entry, fence=None):
+        owner = entry.worker if fence is None else fence
         try:
             with self._lock:
-                inserted = self._db.execute(_INSERT_ENTRY, (run_id, *entry, run_id, entry.worker)).rowcount == 1
+                inserted = self._db.execute(_INSERT_ENTRY, (run_id, *entry, run_id, owner)).rowcount == 1
         except sqlite3.IntegrityError:
             if not self._position_taken(run_id, entry.position):
                 raise        # a constraint refused the entry itself: not another worker's doing
             inserted = False
         if not inserted:
             raise LeaseLostError(
-                f"run {run_id!r}: worker {entry.worker} may not record position {entry.position} "
+                f"run {run_id!r}: worker {owner} may not record position {entry.position} "
                 f"({entry.label}) in {self.path}: it no longer holds the run's lease, or another "
                 "worker recorded that position first") from None
 
