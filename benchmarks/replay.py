@@ -1,9 +1,13 @@
 """Replaying: what it costs to pick a run up again after its process was SIGKILLed.
 
 A child process completes N steps and is killed before the workflow ends. This process
-then reads the rows back the bare way (SELECT, and SELECT + json.loads of every result:
-the least any replay must do), loads them with durable_lite, resumes the run (all N
-steps answered from checkpoints), and lets DBOS (on SQLite) recover it.
+then opens the file and reads the rows back the bare way (SELECT, and SELECT + json.loads
+of every result: the least any replay must do), loads them with durable_lite, resumes the
+run (all N steps answered from checkpoints), and lets DBOS (on SQLite) recover it.
+
+The resume runs on a store killed for it alone, as a real restart finds it: with the dead
+process's log still there. Opening that store folds the log into the file (SQLiteStore's
+_fold_long_log); that open is its own row, beside a bare open of a crashed file.
 """
 
 import json
@@ -20,6 +24,8 @@ from support import fmt, python_child, summary
 # key -> (what, baseline key): loading is compared with reading the rows, replaying with
 # reading them and decoding every result.
 REPLAY_ROWS = {
+    "sqlite_open": ("bare sqlite3 open of the crashed file", "sqlite_open"),
+    "dl_open": ("durable_lite SQLiteStore() of the crashed store", "sqlite_open"),
     "sqlite_select": ("bare sqlite3 SELECT of the N rows", "sqlite_select"),
     "sqlite_select_json": ("bare sqlite3 SELECT + json.loads of the N rows", "sqlite_select_json"),
     "dl_load": ("durable_lite load_entries (one query)", "sqlite_select"),
@@ -27,7 +33,8 @@ REPLAY_ROWS = {
     "dbos_replay": ("DBOS recovery: workflow body replaying N steps", "sqlite_select_json"),
     "dbos_recover": ("DBOS recovery: launch -> N steps replayed", "sqlite_select_json"),
 }
-FLOOR_NAMES = {"sqlite_select": "SELECT", "sqlite_select_json": "SELECT + json.loads"}
+FLOOR_NAMES = {"sqlite_open": "open", "sqlite_select": "SELECT",
+               "sqlite_select_json": "SELECT + json.loads"}
 
 
 def crash_bare(path, n, run_id):
@@ -51,6 +58,17 @@ def expect_killed(proc, who):
     if proc.returncode != -signal.SIGKILL:
         raise RuntimeError(f"the {who} crash child exited with {proc.returncode} instead of "
                            f"being killed:\n{proc.stderr[-2000:]}")
+
+
+def bare_open(path):
+    """Connect and read the schema, as any first use of a crashed file does (SQLite reads
+    the dead process's log back in then)."""
+    start = time.perf_counter_ns()
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("SELECT name FROM sqlite_master").fetchall()
+    elapsed = (time.perf_counter_ns() - start) / 1e9
+    db.close()
+    return elapsed
 
 
 def bare_select(path, run_id, n, decode=False):
@@ -84,7 +102,10 @@ def dl_load(path, run_id, n):
 
 
 def dl_resume(path, run_id, n):
+    """(the open of the crashed store, the resume) in seconds."""
+    start = time.perf_counter_ns()
     store = dl.SQLiteStore(path)
+    opened = (time.perf_counter_ns() - start) / 1e9
     try:
         engine = dl.Engine(store)
         start = time.perf_counter_ns()
@@ -93,7 +114,7 @@ def dl_resume(path, run_id, n):
     finally:
         store.close()
     assert run.status == dl.COMPLETED and len(run.replayed) == n and not run.executed, run
-    return elapsed
+    return opened, elapsed
 
 
 def dbos_recover(dbos_workload, url, workflow_id, n):
@@ -126,13 +147,18 @@ def measure_replay(folder, n, repeats, dbos_workload, progress):
         bare_path = os.path.join(folder, f"replay-bare-{n}-{r}.db")
         run_id = ladder.new_run_id()          # the same id on both sides
         crash_bare(bare_path, n, run_id)
+        seconds["sqlite_open"].append(bare_open(bare_path))
         seconds["sqlite_select"].append(bare_select(bare_path, run_id, n))
         seconds["sqlite_select_json"].append(bare_select(bare_path, run_id, n, decode=True))
 
         dl_path = os.path.join(folder, f"replay-dl-{n}-{r}.db")
         crash_durable_lite(dl_path, n, run_id)
         seconds["dl_load"].append(dl_load(dl_path, run_id, n))
-        seconds["dl_resume"].append(dl_resume(dl_path, run_id, n))
+        resume_path = os.path.join(folder, f"replay-dl-resume-{n}-{r}.db")
+        crash_durable_lite(resume_path, n, run_id)      # a store killed for the resume alone
+        opened, resumed = dl_resume(resume_path, run_id, n)
+        seconds["dl_open"].append(opened)
+        seconds["dl_resume"].append(resumed)
 
         if dbos_workload is not None:
             url = dbos_workload.sqlite_url(os.path.join(folder, f"replay-dbos-{n}-{r}.sqlite"))

@@ -16,6 +16,7 @@ TARGET_DBOS_FACTOR = 20.0      # durable_lite per step >= 20 x cheaper than DBOS
 TARGET_LOAD_RATIO = 2.0        # loading a run's entries <= 2 x a bare SELECT of the rows
 TARGET_REPLAY_RATIO = 2.0      # resuming (replaying) a run <= 2 x SELECT + json.loads of its rows
 TARGET_IMPORT_MS = 30.0        # `import durable_lite` in a fresh interpreter, bytecode cached
+TARGET_TRACE_RATIO = 5.0       # engine.trace of a long run <= 5 x engine.history of the same run
 
 NOT_AVAILABLE = "not available here"
 
@@ -27,7 +28,7 @@ def add_ratios(records, median_field):
         r["ratio"] = r[median_field] / base[median_field] if base else None
 
 
-def targets(writes, replays, imported):
+def targets(writes, replays, imported, tracing=()):
     w = {(r["key"], r["n"]): r["median_us"] for r in writes}
     p = {(r["key"], r["n"]): r["median_ms"] for r in replays}
     out = []
@@ -57,6 +58,11 @@ def targets(writes, replays, imported):
                 f"rows, N={n}", ratio, TARGET_REPLAY_RATIO, ratio <= TARGET_REPLAY_RATIO, "x")
     add(f"import durable_lite < {TARGET_IMPORT_MS:g} ms", imported["median_ms"], TARGET_IMPORT_MS,
         imported["median_ms"] < TARGET_IMPORT_MS, "ms")
+    read = {r["key"]: r for r in tracing}
+    if read:
+        ratio = read["trace"]["median_ms"] / read["history"]["median_ms"]
+        add(f"trace <= {TARGET_TRACE_RATIO:g}x history of the same run, N={read['trace']['n']}",
+            ratio, TARGET_TRACE_RATIO, ratio <= TARGET_TRACE_RATIO, "x")
     return out
 
 
@@ -112,6 +118,12 @@ def report(result):
             for r in sorted(result["replay"],
                             key=lambda r: (r["n"], list(REPLAY_ROWS).index(r["key"])))]
     out.append(table(["what", "N", "ms", "min-max", "us/step", "x floor", "floor"], rows))
+    if result.get("tracing"):                         # runs saved before it existed lack it
+        history = next(r for r in result["tracing"] if r["key"] == "history")
+        rows = [[r["what"], r["n"], fmt(r["median_ms"]), f"{fmt(r['min_ms'])}-{fmt(r['max_ms'])}",
+                 fmt(r["median_ms"] / history["median_ms"], 2)] for r in result["tracing"]]
+        out += ["", "Reading a long run back"]
+        out.append(table(["what", "N", "ms", "min-max", "x history"], rows))
     imp = result["import_durable_lite"]
     out += ["", f"import durable_lite in a fresh interpreter: {fmt(imp['median_ms'])} ms median "
                 f"({fmt(imp['min_ms'])}-{fmt(imp['max_ms'])}, {imp['repeats']} runs)"

@@ -17,6 +17,7 @@ started from Python, only to be talked to). Three questions:
    the rows back (bare SELECT, and SELECT + json.loads: the least a replay must do), loads
    and resumes the run with durable_lite, and lets DBOS recover it.
 3. Importing (import_time.py): `import durable_lite` in a fresh interpreter.
+4. Reading back (tracing.py): engine.trace beside engine.history of one long run.
 
 Progress goes to stderr row by row while it runs (a full run takes a few minutes); the
 tables go to stdout at the end, with the ratios against bare sqlite3 measured in the same
@@ -45,6 +46,7 @@ import report                            # noqa: E402
 from import_time import measure_import   # noqa: E402
 from replay import measure_replay        # noqa: E402
 from support import Progress             # noqa: E402
+from tracing import measure_tracing      # noqa: E402
 from writing import dbos_sqlite_path, measure_writes, sqlite_settings  # noqa: E402
 
 DEFAULT_JSON = os.path.join(HERE, "results", "step_overhead.json")
@@ -92,6 +94,8 @@ def parse_args(argv):
     parser.add_argument("--repeats", type=int, default=7, help="timed runs per row (default 7)")
     parser.add_argument("--import-repeats", type=int, default=7,
                         help="fresh interpreters for the import time (default 7)")
+    parser.add_argument("--trace-steps", type=int, default=4000, metavar="N",
+                        help="steps of the run whose trace and history are timed (default 4000)")
     parser.add_argument("--no-dbos", action="store_true", help="skip DBOS even if installed")
     parser.add_argument("--no-postgres", action="store_true",
                         help="skip DBOS on Postgres (DBOS on SQLite still runs)")
@@ -104,8 +108,8 @@ def parse_args(argv):
     parser.add_argument("--workdir", help="folder for the databases (default: a temp folder, "
                                           "removed at the end)")
     args = parser.parse_args(argv)
-    if min(args.steps) < 1 or args.repeats < 1 or args.import_repeats < 1:
-        parser.error("--steps, --repeats and --import-repeats must be at least 1")
+    if min(args.steps) < 1 or args.repeats < 1 or args.import_repeats < 1 or args.trace_steps < 1:
+        parser.error("--steps, --trace-steps, --repeats and --import-repeats must be at least 1")
     return args
 
 
@@ -162,9 +166,11 @@ def measure(args, folder, progress):
     finally:
         if server is not None:
             server.stop()
+    progress.say(f"trace and history of a run of {args.trace_steps} steps")
+    tracing = measure_tracing(folder, args.trace_steps, args.repeats, progress)
     return {"imported": imported, "imported_compiling": imported_compiling, "writes": writes,
-            "replays": replays, "skipped": skipped, "unavailable": unavailable,
-            "meta": meta, "dbos": dbos_workload is not None}
+            "replays": replays, "tracing": tracing, "skipped": skipped,
+            "unavailable": unavailable, "meta": meta, "dbos": dbos_workload is not None}
 
 
 def main(argv=None):
@@ -203,10 +209,11 @@ def main(argv=None):
         "import_durable_lite_compiling": m["imported_compiling"],
         "step_overhead": m["writes"],
         "replay": m["replays"],
+        "tracing": m["tracing"],
         "skipped": m["skipped"],
         "unavailable": m["unavailable"],
     }
-    result["targets"] = report.targets(m["writes"], m["replays"], m["imported"])
+    result["targets"] = report.targets(m["writes"], m["replays"], m["imported"], m["tracing"])
     if not args.no_plot:
         why = report.plot(result, args.plot)
         if why:

@@ -23,7 +23,8 @@ REFERENCE = ROOT / "benchmarks" / "reference_run.json"
 WRITE_KEYS = {"plain", "write", "fsync", "sqlite_normal", "sqlite_full", "dl_memory",
               "dl_process", "dl_power"}
 DBOS_KEYS = {"dbos_sqlite", "dbos_postgres"}
-REPLAY_KEYS = {"sqlite_select", "sqlite_select_json", "dl_load", "dl_resume"}
+REPLAY_KEYS = {"sqlite_open", "dl_open", "sqlite_select", "sqlite_select_json", "dl_load",
+               "dl_resume"}
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +32,7 @@ def report(tmp_path_factory):
     out = tmp_path_factory.mktemp("bench")
     proc = subprocess.run(
         [sys.executable, str(SCRIPT), "--steps", "3", "5", "--repeats", "1",
-         "--import-repeats", "1", "--no-dbos", "--json", str(out / "result.json"),
+         "--import-repeats", "1", "--trace-steps", "7", "--no-dbos", "--json", str(out / "result.json"),
          "--plot", str(out / "plot.png"), "--workdir", str(out / "work")],
         capture_output=True, text=True, timeout=240, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
@@ -50,6 +51,8 @@ def test_json_has_every_system_for_every_n_with_positive_numbers(report):
     for r in replays:
         assert r["median_ms"] > 0 and r["ratio"] > 0
     assert result["import_durable_lite"]["median_ms"] > 0
+    assert {(r["key"], r["n"]) for r in result["tracing"]} == {("history", 7), ("trace", 7)}
+    assert all(r["median_ms"] > 0 for r in result["tracing"])
 
 
 def test_dbos_is_reported_as_skipped_and_targets_are_evaluated(report):
@@ -61,6 +64,8 @@ def test_dbos_is_reported_as_skipped_and_targets_are_evaluated(report):
     assert any("bare sqlite3 per step" in n for n in names)
     assert any("replay load" in n for n in names)
     assert any("import durable_lite" in n for n in names)
+    assert any("resume (replay)" in n for n in names)
+    assert any(n.startswith("trace <= 5x history") for n in names)
     assert all(isinstance(t["met"], bool) for t in result["targets"])
 
 
@@ -75,6 +80,7 @@ def test_table_is_printed_with_a_row_for_what_did_not_run(report):
     for text in ("Writing:", "Replay after a real crash", "write() of the checkpoint row",
                  "write() + fdatasync", "bare sqlite3 INSERT+COMMIT", "durable_lite SQLiteStore",
                  "durable_lite load_entries", "import durable_lite", "Targets",
+                 "Reading a long run back", "engine.trace of the run",
                  "DBOS: skipped", "DBOS Transact, Postgres"):
         assert text in stdout
     postgres_rows = [line for line in stdout.splitlines() if line.startswith("DBOS Transact, Postgres")]
