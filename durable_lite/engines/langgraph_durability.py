@@ -38,21 +38,24 @@ def _inputs(folder, keyed, order=ORDER, amount=AMOUNT):
 
 
 def killed_and_resumed(step, when, folder, workdir, keyed=True, durability="sync",
-                       order=ORDER, amount=AMOUNT, wait_for_saves=True) -> dict:
+                       order=ORDER, amount=AMOUNT, wait_for_saves=True,
+                       slow_saves=0.0) -> dict:
     """The refund killed at (step, when) in one worker process and resumed by another.
 
     killed    the first worker died by SIGKILL at the crash point
     how       how the resume went in: "resumed" (invoke(None) from the checkpoint) or
               "started over" (the thread had no checkpoint: the same input again)
     status, result, replayed (tasks served from the checkpoint), ran (tasks run again),
-    and the ledger of the world in `folder` (parity.ledger)."""
+    and the ledger of the world in `folder` (parity.ledger).
+    wait_for_saves, slow_saves: for the first process, see langgraph_worker.start_worker."""
     from .langgraph_worker import start_worker
     from .parity import ledger
     path = os.path.join(workdir, "langgraph.sqlite")
     thread_id = f"refund-{order}"
     inputs = _inputs(folder, keyed, order, amount)
     first = start_worker(path, WORKFLOW, thread_id, start=inputs, crash=CrashAt(step, when),
-                         durability=durability, wait_for_saves=wait_for_saves)
+                         durability=durability, wait_for_saves=wait_for_saves,
+                         slow_saves=slow_saves)
     first.join()
     report = start_worker(path, WORKFLOW, thread_id, resume=True, restart_with=inputs,
                           durability=durability).result()
@@ -87,13 +90,15 @@ def crash_rows(workdir, modes=langgraph_support.DURABILITY_MODES, keyed=True,
 def save_race(workdir, runs=10, durability="sync", slow_saves=0.0) -> dict:
     """Kill the refund just before the email task starts, right after the refund task
     returned, with no wait for LangGraph's background save. {"runs", "refund lost" (the
-    resume ran the refund again), "refund kept"}."""
+    resume ran the refund again), "refund kept"}. `slow_saves`: seconds each save takes
+    in the killed process (a slow disk)."""
     lost = 0
     for n in range(runs):
         case = os.path.join(workdir, f"race-{n}")
         os.makedirs(case, exist_ok=True)
         seen = killed_and_resumed("email", "before_step", os.path.join(case, "world"), case,
-                                  durability=durability, wait_for_saves=False)
+                                  durability=durability, wait_for_saves=False,
+                                  slow_saves=slow_saves)
         lost += "refund" in seen["ran"]
     return {"runs": runs, "refund lost": lost, "refund kept": runs - lost}
 
