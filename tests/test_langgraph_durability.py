@@ -1,9 +1,10 @@
 """What LangGraph's three durability modes change, measured on lesson 01's refund: killed by
 SIGKILL at every step and crash point (keyed and not), resumed by a fresh process.
 
-- "sync" and "async" leave the same rows at every point: each finished task's result is
-  saved on a background thread in both ("sync" waits only for the end of a superstep, and
-  an entrypoint's body is one), and the crash points wait for that save.
+- "sync" and "async" leave the same rows at every point (sync's are all in
+  test_langgraph_parity.py, beside durable_lite's): each finished task's result is saved
+  on a background thread in both ("sync" waits only for the end of a superstep, and an
+  entrypoint's body is one), and the crash points wait for that save.
 - "exit" saves nothing before the run ends: every kill leaves a thread with no checkpoint,
   the resume starts over from the input, and every effect the first process reached
   happens again (a key still makes the provider's second refund the first one's receipt).
@@ -48,24 +49,36 @@ def test_under_exit_every_kill_starts_the_run_over_and_repeats_what_it_reached(t
         assert {k: row[k] for k in COUNTS} == starting_over(*where, keyed), where
 
 
+def resumed_from_the_checkpoint(step, when, keyed):
+    """The row "sync" leaves (test_langgraph_parity.py checks it against durable_lite):
+    the finished tasks come from the checkpoint, the rest run again, and only the effect
+    whose window the kill fell in happens twice."""
+    finished = ex.REFUND_STEPS.index(step) + (when == "after_checkpoint")
+    twice = {EFFECTS.get(step)} if when == AFTER_EFFECT else set()
+    counts = {name: 1 + (name in twice and not keyed) for name in EFFECTS.values()}
+    return {"resume": "resumed", "replayed": list(ex.REFUND_STEPS[:finished]),
+            "ran again": list(ex.REFUND_STEPS[finished:]),
+            "refund requests": 1 + ("refunds paid" in twice), **counts}
+
+
 @pytest.mark.parametrize("keyed", [True, False], ids=["keyed", "bare"])
-def test_sync_and_async_leave_the_same_rows_at_every_crash_point(tmp_path, keyed):
-    rows = langgraph_durability.crash_rows(str(tmp_path), modes=("async", "sync"), keyed=keyed)
-    by_mode = {}
+def test_async_leaves_the_rows_of_sync_at_every_crash_point(tmp_path, keyed):
+    rows = langgraph_durability.crash_rows(str(tmp_path), modes=("async",), keyed=keyed)
+    assert len(rows) == len(ex.REFUND_STEPS) * 3
     for row in rows:
-        assert row["killed"] and row["status"] == "completed" and row["resume"] == "resumed"
-        by_mode.setdefault(row["durability"], []).append(
-            {k: v for k, v in row.items() if k != "durability"})
-    assert by_mode["async"] == by_mode["sync"]
-    for row in by_mode["sync"]:
-        step, when = row["step"], row["when"]
-        finished = ex.REFUND_STEPS.index(step) + (when == "after_checkpoint")
-        assert row["replayed"] == list(ex.REFUND_STEPS[:finished]), (step, when)
-        assert row["ran again"] == list(ex.REFUND_STEPS[finished:]), (step, when)
-        twice = {EFFECTS.get(step)} if when == AFTER_EFFECT else set()
-        assert row["refund requests"] == 1 + ("refunds paid" in twice)
-        for name in EFFECTS.values():
-            assert row[name] == 1 + (name in twice and not keyed), (step, when, name)
+        where = (row["step"], row["when"])
+        assert row["killed"] and row["status"] == "completed", where
+        expected = resumed_from_the_checkpoint(*where, keyed)
+        assert {k: row[k] for k in expected} == expected, where
+
+
+def test_sync_leaves_the_rows_the_parity_suite_expects(tmp_path):
+    """One point per step under "sync", here beside "async" (the parity suite has them all)."""
+    points = [(step, AFTER_EFFECT) for step in ex.REFUND_STEPS]
+    for row in langgraph_durability.crash_rows(str(tmp_path), modes=("sync",), keyed=False,
+                                               points=points):
+        expected = resumed_from_the_checkpoint(row["step"], row["when"], False)
+        assert {k: row[k] for k in expected} == expected, row["step"]
 
 
 def test_the_timings_give_a_time_per_task_for_every_mode(tmp_path):

@@ -32,8 +32,8 @@ import time
 from ..faults import AFTER_CHECKPOINT, AFTER_EFFECT, BEFORE_STEP, CrashPlan
 from . import langgraph_support
 
-_state = {"plan": CrashPlan(), "saver_path": None, "ran": [], "called": [], "returned": [],
-          "save_timeout": 60.0}
+_state = {"plan": CrashPlan(), "saver_path": None, "ran": [], "called": [], "replayed": [],
+          "returned": [], "save_timeout": 60.0}
 
 
 def arm(*crashes, saver_path=None, save_timeout: float = 60.0) -> None:
@@ -46,7 +46,7 @@ def arm(*crashes, saver_path=None, save_timeout: float = 60.0) -> None:
 
 def disarm() -> None:
     arm()
-    for seen in ("ran", "called", "returned"):
+    for seen in ("ran", "called", "replayed", "returned"):
         _state[seen].clear()
 
 
@@ -61,8 +61,8 @@ def ran() -> list:
 
 
 def replayed() -> list:
-    """The tasks the workflow asked for whose result came from the checkpoint."""
-    return [name for name in _state["called"] if name not in _state["ran"]]
+    """The tasks the workflow asked for whose result came from the checkpoint, in order."""
+    return list(_state["replayed"])
 
 
 def _check(name, when):
@@ -107,6 +107,12 @@ class _Call:
     def result(self, timeout=None):
         value = self.future.result(timeout)
         _state["called"].append(self.name)
+        # A task that ran here noted its name before returning; a call with no run of its
+        # own to account for was served from the checkpoint. (The ports wait for each task
+        # before calling the next, so the counts line up call by call.)
+        calls, runs, served = (_state[k].count(self.name) for k in ("called", "ran", "replayed"))
+        if runs < calls - served:
+            _state["replayed"].append(self.name)
         _state["returned"].append(value)
         _wait_until_saved(self.name, AFTER_CHECKPOINT)
         _check(self.name, AFTER_CHECKPOINT)
