@@ -16,10 +16,9 @@ return, and the next task start, before the save is done (durability="sync" wait
 for the checkpoint at the end of a superstep, and an entrypoint's whole body is one).
 To break LangGraph where the other engines are broken, each point first waits until the
 checkpoint file holds every result the workflow has been handed so far: what a fresh
-process will then find. Under durability="exit"
-nothing is saved before the run ends, so nothing is waited for. Without the wait
-(`arm(..., saver_path=None)`) a crash just after a task returned may lose its result:
-differences.py records that race, and a test shows it.
+process will then find. Under durability="exit" nothing is saved before the run ends, so
+nothing is waited for. Without the wait (`arm(..., saver_path=None)`) a crash just after a
+task returned may lose its result: differences.py records that race, and a test shows it.
 
 `arm(CrashAt(...), saver_path=...)` sets the crashes for this process (each fires once).
 The module also notes which tasks really ran here and which were served from the

@@ -17,6 +17,7 @@ Nothing in LangGraph resumes a thread by itself; `unfinished` and `waiting` list
 threads something must call `invoke` on again.
 """
 
+import os
 import sqlite3
 
 EXTRA = "pip install 'durable-lite[engines]' (langgraph, langgraph-checkpoint-sqlite)"
@@ -38,7 +39,6 @@ def open_saver(path):
     from LangGraph's worker threads, which save task results in the background."""
     require()
     from langgraph.checkpoint.sqlite import SqliteSaver
-    import os
     conn = sqlite3.connect(os.fspath(path), check_same_thread=False)
     saver = SqliteSaver(conn)
     saver.setup()
