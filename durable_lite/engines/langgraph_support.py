@@ -36,10 +36,11 @@ def require():
 
 def open_saver(path):
     """A SqliteSaver on the file `path` (created if missing). Its connection may be used
-    from LangGraph's worker threads, which save task results in the background."""
+    from LangGraph's worker threads, which save task results in the background, and it
+    waits up to 30 s for another process's write to finish (a busy laptop)."""
     require()
     from langgraph.checkpoint.sqlite import SqliteSaver
-    conn = sqlite3.connect(os.fspath(path), check_same_thread=False)
+    conn = sqlite3.connect(os.fspath(path), check_same_thread=False, timeout=30)
     saver = SqliteSaver(conn)
     saver.setup()
     return saver
