@@ -179,3 +179,101 @@ def port_table():
     import pandas
     rows = [[text.replace("  ...  ", " ... ") for text in row] for row in PORT]
     return pandas.DataFrame(rows, columns=["concept", "durable_lite", "DBOS"])
+
+
+# the port to LangGraph -------------------------------------------------------------------------
+# The same idea for LangGraph's functional API: each row names a concept, the durable_lite
+# line and the LangGraph line that express it (each checked by a test to be in its module,
+# a module of this package named relative to durable_lite), and what changes on the way and
+# what does not. Checked against langgraph 1.2, and run here (tests/test_langgraph_*.py).
+@dataclass(frozen=True)
+class PortRow:
+    concept: str
+    durable_lite: str
+    langgraph: str
+    changes: str
+    durable_lite_in: str = "engines.refund_durable_lite"
+    langgraph_in: str = "engines.refund_langgraph"
+
+
+LANGGRAPH_PORT = [
+    PortRow("register a workflow", '@workflow("refund-with-approval", version=1)',
+            "@entrypoint()",
+            "An entrypoint takes one input (a dict of the arguments) and no ctx; its "
+            "checkpointer is bound to it (langgraph_support.bind), and it has no version."),
+    PortRow("run id", "engine.start(refund_with_approval, folder, order_id, amount, run_id=run_id",
+            "workflow.invoke(inputs, langgraph_support.config(run_id), durability=durability)",
+            "The run id becomes the thread id in the config. Starting a finished thread again "
+            "runs every task again: the id names checkpoints, it deduplicates nothing."),
+    PortRow("a step", 'ctx.step("lookup", ex.lookup_order, folder, order_id)',
+            '@step("lookup"  ...  lookup(folder, order_id).result()',
+            "A step becomes a decorated function (@task; here step() adds the crash points) "
+            "whose call returns a future. Its result is saved on a background thread."),
+    PortRow("an idempotency key", 'ctx.idempotency_key("refund", order_id)',
+            'idempotency_key("refund", order_id)  ...  '
+            'derive_key(get_config()["configurable"]["thread_id"], *parts)',
+            "Nothing: the same key function, fed with the thread id, sends a provider the "
+            "same keys for the same run id."),
+    PortRow("retries", 'Step("lookup_order", retry=Retry(max_attempts=8',
+            "retry_policy=RetryPolicy(max_attempts=3",
+            "Neither retries unless told. RetryPolicy's default filter skips some errors "
+            "(ValueError, TypeError, OSError, ...); dl.Retry retries any but its no_retry.",
+            durable_lite_in="lumpy"),
+    PortRow("code outside a step", "if amount > limit:", 'if amount > inputs.get("limit", 100):',
+            "Nothing: the body runs again from the top on every resume and finished steps "
+            "come from the checkpoint, so code outside them must decide the same way again."),
+    PortRow("wait for the approval",
+            "ctx.wait_for_signal(APPROVAL, timeout=approval_timeout)",
+            'interrupt({"waiting for": APPROVAL, "due": deadline})',
+            "An interrupt has no name and no timeout: the deadline becomes data in it, and "
+            "the workflow reads the clock again to decline a late answer."),
+    PortRow("send the approval", "engine.signal(run_id, APPROVAL, {",
+            'Command(resume={"approved": True, "by": by})',
+            "The answer goes to whatever interrupt the thread is at, so approve() checks "
+            "first; it also runs the thread on, in the caller's process."),
+    PortRow("the deadline passes", "return engine.recover()",
+            'Command(resume={"woken at": now})',
+            "No timer wakes a thread: wake_due is a sweep you schedule yourself."),
+    PortRow("durable sleep", "ctx.sleep(cooling_off)",
+            'interrupt({"waiting for": COOLING_OFF, "due": wake_at})',
+            "No durable sleep: an interrupt with a due time, woken by the same sweep."),
+    PortRow("read the clock", "def now(self) -> float:", 'return _clock["now"]()',
+            "A clock read becomes a task of its own (read_clock), so a resume replays the "
+            "reading, as ctx.now() does.", durable_lite_in="context"),
+    PortRow("resume after a crash", "def resume(self, run_id: str, budget=None):",
+            "workflow.invoke(None, config, durability=durability)",
+            "Nothing resumes a thread by itself: something must call invoke(None). Under "
+            "durability=\"exit\" there is nothing to resume, and the run starts over.",
+            durable_lite_in="engine", langgraph_in="engines.langgraph_worker"),
+    PortRow("history", "def history(self, run_id: str) -> list:",
+            "workflow.get_state_history(config(thread_id))",
+            "One row per superstep, not per step: a whole refund is two checkpoints, its "
+            "tasks' results are writes saved on the first.",
+            durable_lite_in="engine", langgraph_in="engines.langgraph_support"),
+]
+
+
+def langgraph_port_table():
+    """The LangGraph port as a DataFrame: concept, durable_lite, LangGraph, what changes."""
+    import pandas
+    rows = [[r.concept, r.durable_lite, r.langgraph.replace("  ...  ", " ... "), r.changes]
+            for r in LANGGRAPH_PORT]
+    return pandas.DataFrame(rows, columns=["concept", "durable_lite", "LangGraph",
+                                           "what changes"])
+
+
+# LangGraph's column of the concept map, as run here rather than read in its docs: what each
+# cell becomes once lesson 15 runs it, and the test that runs it.
+LANGGRAPH_RUN_HERE = {
+    "step": Cell("@task (functional API): a future; its result saved in the background",
+                 "tests/test_langgraph_parity.py"),
+    "sleep": Cell("none: an interrupt with a due time, woken by a sweep you run",
+                  "tests/test_langgraph_differences.py::"
+                  "test_a_sleep_parks_on_durable_lite_and_is_an_interrupt_on_langgraph"),
+    "wait for a signal": Cell("interrupt() + Command(resume=...), no timeout",
+                              "tests/test_langgraph_differences.py::"
+                              "test_an_interrupt_past_its_deadline_waits_until_a_sweep_answers_it"),
+    "idempotency": Cell("thread_id (which checkpoints to continue), not a dedupe key",
+                        "tests/test_langgraph_differences.py::"
+                        "test_a_finished_thread_started_again_runs_every_task_again"),
+}

@@ -117,3 +117,114 @@ def table():
     import pandas
     return pandas.DataFrame([{"topic": d.topic, "durable_lite": d.durable_lite, "DBOS": d.dbos}
                              for d in DIFFERENCES])
+
+
+# LangGraph ---------------------------------------------------------------------------------
+# The same registry for LangGraph's functional API (langgraph 1.2, checked against its docs
+# and source; every entry shown from both sides in tests/test_langgraph_differences.py).
+@dataclass(frozen=True)
+class LangGraphDifference:
+    key: str
+    topic: str
+    durable_lite: str
+    langgraph: str
+    evidence: str          # "test_module.py::test_name" that shows both sides
+
+
+LANGGRAPH_DIFFERENCES = [
+    LangGraphDifference(
+        "background-save", "When a finished step is saved",
+        "ctx.step commits the step's checkpoint before it returns: once the workflow has a "
+        "step's result, no crash runs that step again.",
+        "A finished task's result is saved on a background thread, under durability "
+        "\"sync\" and \"async\" alike (\"sync\" waits only for the checkpoint at the end of a "
+        "superstep, and an entrypoint's whole body is one). Killed just after a task "
+        "returned, the process may take the result with it, and the resume runs the task "
+        "again. The parity suite's crash points wait for the save (langgraph_faults.py).",
+        "test_langgraph_differences.py::test_a_task_result_is_saved_in_the_background_so_a_kill_can_lose_it"),
+    LangGraphDifference(
+        "exit-mode", "Saving only when the run ends",
+        "No such mode: every step is checkpointed as it finishes.",
+        "durability=\"exit\" saves nothing until the run finishes, fails or reaches an "
+        "interrupt. Killed mid-run, the thread has no checkpoint at all (invoke(None) raises "
+        "EmptyInputError): the run starts over from its input and repeats every effect "
+        "before the crash.",
+        "test_langgraph_differences.py::test_under_exit_durability_a_killed_run_starts_over"),
+    LangGraphDifference(
+        "start-again", "Starting a finished run again",
+        "engine.start() with the run id of a completed run returns its recorded result and "
+        "runs nothing.",
+        "invoke(input) on a finished thread is a new run on that thread: every task runs "
+        "again. The thread id names checkpoints; it is not a dedupe key. (invoke(None) on "
+        "a finished thread returns its last result.)",
+        "test_langgraph_differences.py::test_a_finished_thread_started_again_runs_every_task_again"),
+    LangGraphDifference(
+        "nobody-resumes", "Who finishes a killed run",
+        "engine.recover() on any worker takes over a run whose lease has expired.",
+        "Nothing does by itself: the thread stays unfinished until something calls "
+        "invoke(None) on it (langgraph_support.unfinished lists such threads).",
+        "test_langgraph_differences.py::test_nothing_resumes_a_killed_thread_until_someone_invokes_it"),
+    LangGraphDifference(
+        "deadline", "A wait with a deadline",
+        "ctx.wait_for_signal(name, timeout) parks the run with a wake time; once the "
+        "deadline passes, engine.recover() resumes it and the wait returns None.",
+        "interrupt() has no timeout. The port puts the due time into the interrupt, and a "
+        "sweep you run yourself (refund_langgraph.wake_due) answers the overdue ones; until "
+        "it runs, a thread past its deadline waits. A late answer is declined only because "
+        "the workflow reads the clock again.",
+        "test_langgraph_differences.py::test_an_interrupt_past_its_deadline_waits_until_a_sweep_answers_it"),
+    LangGraphDifference(
+        "sleep", "A durable sleep",
+        "ctx.sleep(seconds) parks the run until its wake time; any worker resumes it then.",
+        "No durable timer: the port's cooling-off hour is an interrupt with a due time, "
+        "woken by the same sweep. (time.sleep in a task would hold a process for the hour, "
+        "and start the hour over after a crash.)",
+        "test_langgraph_differences.py::test_a_sleep_parks_on_durable_lite_and_is_an_interrupt_on_langgraph"),
+    LangGraphDifference(
+        "unnamed-answer", "Which wait an answer goes to",
+        "Signals have names: an approval sent to a run that is sleeping is kept for a wait "
+        "on \"approval\" and does not end the sleep.",
+        "Command(resume=value) answers whatever interrupt the thread is at. A second "
+        "approval, sent raw, ends the cooling-off period early (refund_langgraph.approve "
+        "checks what the thread waits for first).",
+        "test_langgraph_differences.py::test_a_resume_answers_whichever_interrupt_is_pending"),
+    LangGraphDifference(
+        "none-payload", "A signal with no payload",
+        "engine.signal() refuses None, because a wait returns None when its deadline passed.",
+        "Command(resume=None) fails inside langgraph 1.2 (UnboundLocalError), so the port's "
+        "sweep answers with a dict.",
+        "test_langgraph_differences.py::test_a_none_answer_is_refused_by_durable_lite_and_breaks_langgraph"),
+    LangGraphDifference(
+        "changed-code", "Code that changed before the resume",
+        "Replay checks every recorded position: asking for another step where one was "
+        "recorded stops the run with NonDeterminismError.",
+        "A saved task result is found by the task's name and place in the body. Code that "
+        "calls the tasks in another order finds none of them, and runs them all again, "
+        "without a word.",
+        "test_langgraph_differences.py::test_reordered_steps_stop_durable_lite_and_run_again_on_langgraph"),
+    LangGraphDifference(
+        "serialization", "What a step may return",
+        "JSON only: a result JSON cannot hold (a set, an object) stops the run with "
+        "StepResultNotJSON, naming the step; a tuple is a list on the first run and on "
+        "every replay.",
+        "msgpack with extensions: sets and datetimes are kept; a tuple reaches the first run "
+        "as a tuple and comes back from the checkpoint as a list; any other object fails "
+        "the run with a TypeError when it is saved.",
+        "test_langgraph_differences.py::test_results_are_json_on_durable_lite_and_msgpack_on_langgraph"),
+    LangGraphDifference(
+        "history", "A run's history",
+        "engine.history(run_id): one row per step, with its status, attempts, times and "
+        "result.",
+        "get_state_history(config): one snapshot per superstep, so two for a whole refund; "
+        "the tasks' results are writes saved on a checkpoint, by task id, not rows.",
+        "test_langgraph_differences.py::test_history_is_a_row_per_step_on_durable_lite_and_per_superstep_on_langgraph"),
+]
+
+LANGGRAPH_BY_KEY = {d.key: d for d in LANGGRAPH_DIFFERENCES}
+
+
+def langgraph_table():
+    """The LangGraph registry as a DataFrame (topic, durable_lite, LangGraph)."""
+    import pandas
+    return pandas.DataFrame([{"topic": d.topic, "durable_lite": d.durable_lite,
+                              "LangGraph": d.langgraph} for d in LANGGRAPH_DIFFERENCES])

@@ -348,3 +348,46 @@ def quick(folder, url, kill_url=None):
         rows.append({"scenario": name, "durable_lite": summary(dl_outcome),
                      "DBOS": summary(dbos_outcome), "agree": dl_outcome == dbos_outcome})
     return pandas.DataFrame(rows)
+
+
+# LangGraph: the same scenarios on its functional API ---------------------------------------
+# The refund runs in a worker process on a SqliteSaver file in `workdir`, killed at a crash
+# point (langgraph_faults.py) and resumed by a fresh worker: invoke(None) on the thread, or,
+# when the thread has no checkpoint at all (durability="exit"), the same input again.
+def refund_killed_langgraph(step, when, folder, workdir, order=ORDER, amount=AMOUNT,
+                            keyed=True, durability="sync") -> dict:
+    """keyed: every effect carries an idempotency key (as refund_killed_durable_lite's
+    refund, with key_notices); False: none does, not even the refund."""
+    from .langgraph_durability import killed_and_resumed
+    seen = killed_and_resumed(step, when, folder, workdir, keyed, durability, order, amount)
+    return {key: value for key, value in seen.items() if key not in ("how", "ran")}
+
+
+def approval_langgraph(approve: bool, folder, workdir) -> dict:
+    """LangGraph on a fake clock too: its port reads time through a task, and the deadline
+    is passed by running the sweep (refund_langgraph.wake_due) two days later."""
+    from . import langgraph_support, refund_langgraph
+    saver = langgraph_support.open_saver(os.path.join(workdir, "langgraph.sqlite"))
+    clock = FakeClock()
+    previous = refund_langgraph.set_clock(clock)
+    try:
+        wf = langgraph_support.bind(refund_langgraph.refund_with_approval, saver)
+        run_id = f"refund-{ORDER}"
+        refund_langgraph.start(wf, folder, ORDER, BIG_AMOUNT, run_id)
+        asked = langgraph_support.waiting(wf).get(run_id, {}).get("waiting for")
+        if approve:
+            refund_langgraph.approve(wf, run_id)
+        else:
+            clock.advance(2 * 86400 + 1)                     # past the deadline
+        for _ in range(3):                                   # the wait, then the cooling off
+            refund_langgraph.wake_due(wf)
+            if langgraph_support.status(wf, run_id) == "completed":
+                break
+            clock.advance(3600)
+        status = langgraph_support.status(wf, run_id)
+        result = langgraph_support.result(wf, run_id)
+    finally:
+        refund_langgraph.set_clock(previous)
+        langgraph_support.close_saver(saver)
+    return {"asked for approval": asked == refund_langgraph.APPROVAL, "status": status,
+            "result": result, **ledger(folder)}
