@@ -46,10 +46,10 @@ def killed_and_resumed(step, when, folder, workdir, keyed=True, durability="sync
     how       how the resume went in: "resumed" (invoke(None) from the checkpoint) or
               "started over" (the thread had no checkpoint: the same input again)
     status, result, replayed (tasks served from the checkpoint), ran (tasks run again),
-    and the ledger of the world in `folder` (parity.ledger).
+    and the ledger of the world in `folder` (ledger.ledger).
     wait_for_saves, slow_saves: for the first process, see langgraph_worker.start_worker."""
     from .langgraph_worker import start_worker
-    from .parity import ledger
+    from .ledger import ledger
     path = os.path.join(workdir, "langgraph.sqlite")
     thread_id = f"refund-{order}"
     inputs = _inputs(folder, keyed, order, amount)

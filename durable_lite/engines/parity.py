@@ -27,27 +27,14 @@ from ..clock import FakeClock, SequentialIds
 from ..engine import Engine
 from ..errors import Crash
 from ..faults import CrashAt, run_in_child
-from ..sim import World
 from ..store import SQLiteStore
 from ..store.records import STEP
 from ..workflow import workflow
 from . import refund_durable_lite
+from .ledger import ledger  # noqa: F401 - parity.ledger(folder), the numbers to compare
 
 TOPIC = "durable execution"
 ORDER, AMOUNT, BIG_AMOUNT = "A-17", 40, 250
-
-
-def ledger(folder) -> dict:
-    """What the simulated world in `folder` remembers, the numbers both engines must match."""
-    world = World(folder)
-    try:
-        return {"refunds paid": world.payments.count() + world.careless.count(),
-                "refund requests": world.payments.calls(),
-                "emails": world.mailer.count(), "tickets closed": world.tickets.closes(),
-                "tool calls": world.tools.calls(), "deliveries": world.tools.calls("deliver"),
-                "model calls": world.llm.calls()}
-    finally:
-        world.close()
 
 
 def _engine(workdir, clock=None, **options):
