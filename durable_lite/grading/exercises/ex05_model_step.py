@@ -19,6 +19,9 @@ q1 triage(ctx, folder, ticket)  (drawn tickets, seeded coins; both desks, audit 
   - on every branch, crashed and resumed, the run follows the model's recorded answer and
     the recorded coin, and the mailer shows exactly those forwards (a fixed desk, or a
     triage that never audits, fails);
+  - the boundary of the audit: coins land within 0.05 of 0.25, below it for the audited
+    cases and above it for the others, so an audit at another rate (< 0.2, < 0.3, < 0.5)
+    fails;
   - the model is called once per run, at every crash point (outside the model step's own
     window, where a second call cannot be helped);
   - a crash at any point never makes the replay diverge;
@@ -54,6 +57,7 @@ q1 = EXERCISE.question("q1", "a model call and a coin flip", answers=["triage"])
 
 FORWARDS = ("refunds", "helpdesk", "audit")     # the steps whose names the task fixes
 AUDIT_RATE = 0.25
+NEAR = 0.05            # every coin lands within this of the rate, on the side its branch needs
 PROMPT = "Classify this support ticket: {}"       # what the given classify() asks the model
 ASKS = ("Where is my parcel {}?", "I was charged twice for order {}.",
         "Can I still change the address on {}?", "The blender from {} arrived broken.",
@@ -74,22 +78,27 @@ class Case:
         return f"ticket {self.ticket!r}"
 
 
-def _coin_seed(draw, audit: bool) -> int:
-    """A seed whose first random() is below AUDIT_RATE (audit) or not."""
+def _coin_seed(draw, audit: bool, near: float = 1.0) -> int:
+    """A seed whose first random() is below AUDIT_RATE (audit) or not, and within `near` of
+    it: a coin just below and one just above the rate tell 0.25 from another threshold."""
     while True:
         seed = draw.randint(1, 2**31)
-        if (random.Random(seed).random() < AUDIT_RATE) == audit:
+        coin = random.Random(seed).random()
+        if (coin < AUDIT_RATE) == audit and abs(coin - AUDIT_RATE) < near:
             return seed
 
 
 def cases(draw) -> list:
-    """Four cases, one per branch: (refunds, helpdesk) x (audit, no audit), in drawn order."""
+    """Four cases, one per branch: (refunds, helpdesk) x (audit, no audit), in drawn order.
+    Each coin lands just below the audit rate (audit) or just above it (no audit), so an
+    answer that audits at another rate meets a coin on the wrong side of its threshold."""
     tickets = {}
     while len(tickets) < 2:
         ticket = draw.choice(ASKS).format(draw.order_id())
         answer, = replay_model([PROMPT.format(ticket)])
         tickets.setdefault("refunds" if "refund" in answer else "helpdesk", ticket)
-    out = [Case(tickets[desk], desk, audit, _coin_seed(draw, audit), _coin_seed(draw, not audit))
+    out = [Case(tickets[desk], desk, audit, _coin_seed(draw, audit, near=NEAR),
+                _coin_seed(draw, not audit))
            for desk in ("refunds", "helpdesk") for audit in (True, False)]
     draw.shuffle(out)
     return out
