@@ -283,7 +283,7 @@ def _(plan, draw):
         calls = world.tools.calls(bad)
         attempts = {name: tries for name, tries, _ in _steps(engine, "plan-recorded")}
     if attempts.get(bad) != calls:
-        raise Fail(f"{bad} failed {k - 1} times and then worked: the tool was called {calls} "
+        raise Fail(f"{bad} failed {k - 1} time(s) and then worked: the tool was called {calls} "
                    f"times for it, and the engine's history records {attempts.get(bad)} "
                    "attempt(s) of that step")
 
