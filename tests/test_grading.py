@@ -32,6 +32,8 @@ from grading_support import ROOT, failing_tests, learner, needs_exercise, status
 NAMES = sorted(p.stem for p in (ROOT / "solutions").glob("*.ipynb"))
 # Questions whose exercise starts from code to fix, not from stubs: untouched, they are failed.
 STARTS_FROM_CODE = {"04_determinism": {"q1"}, "05_model_step": {"q1"}}
+# Exercise 01's tests in all, the full marks of the notebooks below
+TESTS_01 = sum(len(q.tests) for q in exercise("01_naive_retry").questions.values())
 
 
 def check_outputs(score):
@@ -131,13 +133,16 @@ def refund_once(db, provider, key, order_id, amount):
 '''
 
 
-def test_an_in_memory_dedupe_set_fails_q2_only(tmp_path):
+def test_an_in_memory_dedupe_set_fails_q2_and_the_resume_in_another_process(tmp_path):
     score = grade_notebook(with_code("03_idempotency", "def refund_once", IN_MEMORY_DEDUPE, tmp_path))
-    assert statuses(score) == {"q1": "passed", "q2": "failed", "q3": "passed", "q4": "passed"}, \
+    assert statuses(score) == {"q1": "passed", "q2": "failed", "q3": "passed", "q4": "failed"}, \
         score.report()
     assert set(failing_tests(score, "q2")) == {
         "it survives a restart: a fresh process with the same key does not pay again",
         "the keys live in the sent table, committed"}
+    assert failing_tests(score, "q4") == [      # the process that resumes has nothing in memory
+        "killed right after the refund was paid, resumed by another process days later by the "
+        "wall clock: still exactly one refund"]
 
 
 CLOCK_KEY = '''
@@ -156,7 +161,7 @@ def test_a_key_built_from_the_clock_fails_q1_and_pays_twice_in_q4(tmp_path):
         score.report()
     assert set(failing_tests(score, "q1")) == {
         "the same run and order give the same key, even a day later",
-        "a fresh Python process computes the same key"}
+        "a fresh Python process, days later by its clock, computes the same key"}
     q4 = score.question("q4")
     assert any("paid 2 times" in t["message"] for t in q4["tests"])
 
@@ -177,9 +182,11 @@ def test_a_workflow_that_reads_the_clock_outside_a_step_fails_q1(tmp_path):
     score = grade_notebook(with_code("04_determinism", "def receipt", CLOCK_IN_ORCHESTRATION, tmp_path))
     assert statuses(score) == {"q1": "failed"}, score.report()
     assert failing_tests(score, "q1") == [
-        "a crash at any point, then a resume: the same receipt as an uninterrupted run",
-        "issued_at is the time the run recorded with ctx.now(), on a clock that starts at a "
-        "new time for every check"]
+        "a crash at any point of the given steps ('lookup', then 'email'), then a resume: the "
+        "same receipt as an uninterrupted run",
+        "in a result of the given shape (receipt 'rcpt-...', issued_at, order), issued_at is the "
+        "time the run recorded with ctx.now(), on a clock that starts at a new time for every "
+        "check"]
 
 
 CATCHES_ONLY_EXCEPTION = '''
@@ -266,7 +273,7 @@ def test_an_answer_cell_written_again_under_a_new_id_still_counts(tmp_path):
     answer["id"] = "typed-again"                # deleted and written again: a new cell id
     path = tmp_path / "01_naive_retry.ipynb"
     nbformat.write(nb, path)
-    assert grade_notebook(path).passed == 11
+    assert grade_notebook(path).passed == TESTS_01
 
 
 def test_unreadable_and_unknown_notebooks_are_reported_not_raised(tmp_path):
@@ -274,7 +281,7 @@ def test_unreadable_and_unknown_notebooks_are_reported_not_raised(tmp_path):
     broken.write_text("{ not json")
     score = grade_notebook(broken)
     assert "could not read" in score.note
-    assert score.passed == 0 and score.total == 11 and statuses(score)["q1"] == "not checked"
+    assert score.passed == 0 and score.total == TESTS_01 and statuses(score)["q1"] == "not checked"
     stranger = tmp_path / "99_unknown.ipynb"
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1 + 1")])
     nb.metadata["durable_lite"] = {"exercise": "99_unknown"}
@@ -291,7 +298,7 @@ def test_command_line_prints_json_for_instructors():
     assert out.returncode == 0, out.stderr
     payload = json.loads(out.stdout)
     (nb,) = payload["notebooks"]
-    assert nb["exercise"] == "01_naive_retry" and nb["passed"] == 0 and nb["total"] == 11
+    assert nb["exercise"] == "01_naive_retry" and nb["passed"] == 0 and nb["total"] == TESTS_01
     assert [q["status"] for q in nb["questions"]] == ["not attempted"] * 3
     assert payload["seed"] == nb["seed"] == 77 and nb["tampered"] is False
 
@@ -312,7 +319,8 @@ def test_check_prints_every_test_and_never_raises(capsys):
 
     check("q3", retry_from_top)
     out = capsys.readouterr().out
-    assert "not attempted yet (0/4 tests)" in out and "loop over attempts" in out
+    q3_tests = len(exercise("01_naive_retry").questions["q3"].tests)
+    assert f"not attempted yet (0/{q3_tests} tests)" in out and "loop over attempts" in out
 
     def broken(folder, crash_at=None):
         return {}["attempts"]
@@ -411,6 +419,15 @@ def names_failing(result):
     return [t.name for t in result.tests if t.status != checks.PASSED]
 
 
+PAYS_OUTSIDE_A_STEP = """
+import hashlib
+import json
+import sqlite3
+
+import durable_lite as dl
+from durable_lite.examples import lookup_order, world_at
+
+
 def ex03_key(run_id, order_id):
     return hashlib.sha256(f"{run_id}|{order_id}".encode()).hexdigest()
 
@@ -436,14 +453,20 @@ def pays_outside_a_step(ctx, folder, db_path, order_id, amount):
     key = ex03_key(ctx.run_id, order_id)
     payment = ex03_pay_once(db_path, folder, key, order_id, amount)   # wrong: not a step
     return {"order": order["id"], "refund_id": payment["refund_id"], "amount": amount}
+"""
 
 
 def test_03_paying_outside_a_step_fails_q4():
     # The table alone keeps the payment single, so this used to score full marks; but the
-    # payment runs again on every replay, and the task asks for a "refund" step.
-    result = run("03_idempotency", "q4", pays_outside_a_step)
-    assert names_failing(result) == ["no crash: one refund, and the result names it"]
-    assert "['lookup']" in result.tests[0].message and "ctx.step" in result.tests[0].hint
+    # payment runs again on every replay, and the task asks for a "refund" step (without
+    # one, the check cannot kill the run right after the refund was paid either).
+    result = run("03_idempotency", "q4", notebook_namespace(PAYS_OUTSIDE_A_STEP)["pays_outside_a_step"])
+    assert names_failing(result) == [
+        "no crash: one refund, and the result names it",
+        "killed right after the refund was paid, resumed by another process days later by the "
+        "wall clock: still exactly one refund"]
+    assert "['lookup']" in result.tests[0].message and "outside a step" in result.tests[0].hint
+    assert "without passing the crash point right after a step named 'refund'" in result.tests[2].message
 
 
 @dl.workflow("test-ex05-unrecorded-coin", version=1)

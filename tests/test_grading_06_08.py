@@ -43,7 +43,9 @@ def smallest_k(p, n, target):
 def test_a_k_one_too_small_fails_q1_only(tmp_path):
     score = grade_notebook(with_code("06_choose_k", "def smallest_k", ONE_TOO_SMALL, tmp_path))
     assert statuses(score) == {"q1": "failed", "q2": "passed"}, score.report()
-    assert failing_tests(score, "q1") == ["the k it returns reaches the target: (1 - (1-p)**k)**n >= target"]
+    assert failing_tests(score, "q1") == [
+        "the k it returns reaches the target: (1 - (1-p)**k)**n >= target",
+        'on the boundary: a k whose run finishes exactly at the target is enough ("at least")']
     test = score.question("q1")["tests"][0]
     assert re.search(r"smallest_k\([\d.]+, \d+, [\d.]+\) = \d+, but with \d+ attempt", test["message"])
     assert "one attempt short" in test["hint"]
@@ -69,7 +71,8 @@ def test_a_wait_without_a_real_deadline_or_escalation_fails_the_deadline_tests(t
     assert [name.split(":")[0] for name in failing_tests(score, "q1")] == [
         "start() returns at once", "no answer for a day",
         "after the escalation the manager's answer counts",
-        "after the escalation the manager rejects", "nobody answers for two days"]
+        "after the escalation the manager rejects", "nobody answers for two days",
+        "on every path the steps are recorded under the names the task gives"]
     assert score.passed == 2        # approve and reject within the day still work
 
 
@@ -107,8 +110,11 @@ def test_06_the_restart_formula_gives_a_k_that_is_too_big():
         return k
 
     result = run("06_choose_k", "q1", restart_k)
-    assert names_failing(result) == [
-        "and it is the smallest: with one attempt fewer the run misses the target"]
+    failing = names_failing(result)
+    assert "and it is the smallest: with one attempt fewer the run misses the target" in failing
+    assert set(failing) <= {"and it is the smallest: with one attempt fewer the run misses the target",
+                            'on the boundary: a k whose run finishes exactly at the target is '
+                            'enough ("at least")'}
 
 
 def test_06_a_float_or_a_zero_is_not_a_number_of_attempts():
@@ -144,7 +150,7 @@ def test_06_a_plan_without_per_step_retry_fails_q2():
     result = run("06_choose_k", "q2", plan_without_retry)
     assert result.status == checks.FAILED
     assert [name.split(":")[0].split(",")[0] for name in names_failing(result)] == [
-        "each step gets up to k attempts of its own", "simulated"]
+        "each step gets up to k attempts of its own", "the engine does the retrying", "simulated"]
 
 
 def test_06_a_plan_that_restarts_from_the_top_fails_q2():
@@ -178,7 +184,8 @@ def test_07_a_deadline_without_escalation_fails_the_escalation_tests():
     result = run("07_approval_deadline", "q1", publish_without_escalation)
     assert [t.name.split(":")[0] for t in result.tests if t.status != checks.PASSED] == [
         "no answer for a day", "after the escalation the manager's answer counts",
-        "after the escalation the manager rejects", "nobody answers for two days"]
+        "after the escalation the manager rejects", "nobody answers for two days",
+        "on every path the steps are recorded under the names the task gives"]
 
 
 def think(folder, goal, turn):
@@ -259,9 +266,9 @@ def publish_escalating_outside_a_step(ctx, folder, post_id):
 
 def test_07_an_email_outside_a_step_is_named_as_the_cause():
     result = run("07_approval_deadline", "q1", publish_escalating_outside_a_step)
-    failing = [t for t in result.tests if t.status != checks.PASSED]
+    failing = [t for t in result.tests if t.status != checks.PASSED and "mail sent" in t.message]
     assert failing and all("'manager': 2" in t.message for t in failing)
-    assert all("ctx.step" in t.hint for t in failing)
+    assert all("no step was running" in t.message and "outside a step" in t.hint for t in failing)
 
 
 def test_08_a_budget_of_what_seems_left_fails_q2_with_the_reason():

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from durable_lite.grading import exercise
 from durable_lite.grading.report import COLUMNS, find_notebooks, report
 
 from grading_support import ROOT, learner
@@ -79,7 +80,8 @@ with open({str(planted)!r}, "w") as f:
         assert not planted.exists()
         scores = {g.learner: g.score for g in result.graded}
         assert scores["mallory"].tampered and scores["mallory"].passed == 0
-        assert not scores["victor"].tampered and scores["victor"].passed == 11
+        assert not scores["victor"].tampered and scores["victor"].passed == sum(
+            len(q.tests) for q in exercise("01_naive_retry").questions.values())
         assert any("durable_lite_report_forged.pth" in w for w in result.warnings)
     finally:
         if planted.exists():

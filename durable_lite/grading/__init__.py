@@ -21,6 +21,7 @@ The machinery, one idea per module:
     ledgers.py    judge an answer by what the simulated world recorded
     harness.py    what exercise checks share: scratch folders, crash-and-resume, the sweep
     child.py, portable.py   run a learner's function in a fresh Python process
+    wall_clock.py           ... one whose wall clock reads later (a resume the next day)
     generate.py   write exercises/ from solutions/ (answer regions become stubs)
     assemble.py   the notebook the grader runs: its own cells, the learner's answers
     protocol.py   the grader's cells inside the kernel, and the signed results they return

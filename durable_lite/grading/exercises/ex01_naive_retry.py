@@ -2,10 +2,36 @@
 
 What "really happened" at each crash point is measured, not derived by hand: a naive sweep
 (`dl.faults.sweep(refund, ..., runner="naive")`) crashes the lesson's refund at every point,
-lets the job queue redeliver it, and counts the world's ledgers. q1's answers must match
-both that sweep and the ledgers of the folder the learner's own run used, so counts typed
-in from a table, without running anything, fail. q2's predictions are compared with the
-same sweep. q3's steps have drawn names and drawn results, and fail at drawn places.
+lets the job queue redeliver it, and counts the world's ledgers.
+
+The properties a right answer has, each judged by the test that names it, and how the cases
+vary it (tests/test_grading_properties_01_07.py has, for each, an answer wrong in that
+property alone, and it fails):
+
+q1 run_naive(folder, crash_at)
+  - it returns the five counts, under the keys its docstring names;
+  - it runs the lesson's refund in the folder it is given, through the careless provider:
+    every call gets a fresh folder, and the ledgers there must hold what the answer says
+    (counts typed in, or counted in a folder of its own, fail);
+  - it passes the crash on: all 12 crash points, in a drawn order, each compared with the
+    naive sweep (effects that match an uncrashed run fail);
+  - it counts from the ledgers after the run has ended, and takes attempts and step
+    executions from the runner's result.
+  The order and the amount are the task's own ("A-17", 40). max_attempts=3 is not judged:
+  with a single crash no count can tell it from 2.
+q2 predicted_refunds(step, when)
+  - an int for each of the 12 crash points, equal to what the sweep measured: the lookup's
+    three, the refund's three (after_checkpoint is no safer than after_effect for a runner
+    that records nothing) and the six of the email and the close.
+q3 retry_from_top(steps, max_attempts)
+  Steps have drawn names, return a value drawn for each call (so results cannot be made up
+  from the names), and fail at drawn places with a drawn kind of error; max_attempts is
+  drawn.
+  - every step succeeds: one attempt, each step once, in order, results by step name;
+  - a failure starts the next attempt at the first step, and the call that failed is listed;
+  - a dl.Crash (a BaseException) is retried like an exception;
+  - the boundary: a run that gets through on attempt max_attempts has completed;
+  - after max_attempts failed attempts: status "failed", results None, and no exception.
 """
 
 import functools
@@ -69,8 +95,7 @@ def _counts(run_naive, crash):
         careful = world.world.payments.count() if world.world._used("payments") else 0
     if not isinstance(got, dict):
         raise Fail(f"run_naive returned a {type(got).__name__}; it should return a dict",
-                   "return {'attempts': ..., 'step_executions': ..., 'refunds': ..., "
-                   "'emails': ..., 'tickets_closed': ...}")
+                   "return a dict with the five counts, under the keys the docstring names")
     missing = [k for k in KEYS if k not in got]
     if missing:
         raise Fail(f"the dict has no {', '.join(repr(k) for k in missing)}",
@@ -90,34 +115,33 @@ def _compare(answer, crash):
     if careful:
         raise Fail(f"{where}: the run paid through the provider that honours keys "
                    f"({careful} refund(s) there), so a retry could not pay twice",
-                   "run the refund with careless=True, and count dl.examples.world_at(folder)"
-                   ".careless.count()")
+                   "run the refund through the careless provider, as the task says, and count "
+                   "refunds in that provider's ledger")
     if not any(held.values()):
         raise Fail(f"{where}: run_naive returned {_listing(got)}, but the ledgers of the world in "
                    "`folder` recorded nothing at all: the refund never ran there",
-                   "run dl.examples.refund with the folder the check passes in, then count from "
-                   "dl.examples.world_at(folder)")
+                   "run the lesson's refund in the folder the check passes in, then count from "
+                   "the world kept in that folder")
     if held != {k: want[k] for k in EFFECTS}:
         if crash is not None and held == {k: truth(None)[k] for k in EFFECTS}:
             raise Fail(f"{where}: the ledgers hold {_listing(held)}, the effects of a run that "
                        "never crashed",
-                       "pass the crash on: dl.naive.NaiveRunner(max_attempts=3, crash_at=crash_at)")
+                       "pass crash_at on to the naive runner, so the run meets the crash")
         raise Fail(f"{where}: the ledgers hold {_listing(held)}; a naive run that meets this "
                    f"crash leaves {_listing(want)}",
-                   "run dl.examples.refund(folder, 'A-17', 40, careless=True) once, under "
-                   "dl.naive.NaiveRunner(max_attempts=3, crash_at=crash_at)")
+                   "run the lesson's refund once, with the order, amount and provider the task "
+                   "gives, under the naive runner with the crash passed on")
     counted = [k for k in EFFECTS if got[k] != held[k]]
     if counted:
         raise Fail(f"{where}: run_naive returned {_listing(got)}, but the ledgers in `folder` "
                    f"hold {_listing(held)}",
-                   "count after the run has ended, from dl.examples.world_at(folder): "
-                   ".careless.count(), .mailer.count(), .tickets.closes()")
+                   "count after the run has ended, from the world's ledgers in `folder`")
     wrong = [f"{k}: expected {want[k]}, got {got[k]!r}" for k in ("attempts", "step_executions")
              if got[k] != want[k]]
     if wrong:
         raise Fail(f"{where}: " + "; ".join(wrong),
-                   "take attempts and step_executions from what the runner's .run(...) returns "
-                   "(a NaiveResult: .attempts, .step_executions)")
+                   "take attempts and step_executions from the result the runner's run returns, "
+                   "not from a count of your own")
 
 
 @q1.test("returns a dict with attempts, step_executions, refunds, emails, tickets_closed")
@@ -133,8 +157,8 @@ def _(run_naive):
 
 
 @q1.test("a crash just after the refund ran: 2 attempts, 6 step executions, 2 refunds",
-         hint="count refunds in the provider's ledger: dl.examples.world_at(folder).careless.count() "
-              "(run the refund with careless=True, the provider that ignores keys)")
+         hint="count refunds in the ledger of the provider that ignores keys (the careless "
+              "one, which the task asks for): every call it gets pays")
 def _(run_naive):
     crash = CrashAt("refund", AFTER_EFFECT)
     _compare(_counts(run_naive, crash), crash)
@@ -142,8 +166,8 @@ def _(run_naive):
 
 @q1.test("every one of the 12 crash points, in a new order each time: the counts are what the "
          "ledgers recorded",
-         hint="pass crash_at to dl.naive.NaiveRunner(max_attempts=3, crash_at=crash_at), and "
-              "count from the world in `folder` (a fresh folder for every call)")
+         hint="pass crash_at on to the naive runner, and count from the world in `folder` "
+              "(a fresh folder for every call)")
 def _(run_naive, draw):
     points = crash_points()
     draw.shuffle(points)
@@ -177,14 +201,14 @@ def _predictions(predicted_refunds, steps):
 
 
 @q2.test("crashes at the lookup (before, after its effect, after it finished)",
-         hint="nothing has been paid yet when the lookup crashes; the retry pays once")
+         hint="when the lookup crashes, has any money moved yet? The retry starts again at the top")
 def _(predicted_refunds):
     _predictions(predicted_refunds, ["lookup"])
 
 
 @q2.test("crashes around the refund",
-         hint="before_step: the money has not moved yet. after_effect and after_checkpoint: it "
-              "has, and the naive retry starts again from the lookup")
+         hint="for each of the three moments ask: had the refund's function already run when "
+              "the process died? The naive retry starts again at the top either way")
 def _(predicted_refunds):
     _predictions(predicted_refunds, ["refund"])
 
@@ -238,20 +262,20 @@ def _retry(retry_from_top, script, max_attempts):
     except Crash:
         raise Fail("a dl.Crash escaped from retry_from_top",
                    "dl.Crash is a BaseException (like a worker being killed), so `except "
-                   "Exception` misses it; catch (Exception, dl.Crash) and start again") from None
+                   "Exception` misses it; catch it too, and start again") from None
     except NotImplementedError:
         raise
     except Exception as exc:
         if any(exc is e for e in script.raised):
             raise Fail(f"a step's {type(exc).__name__} escaped from retry_from_top: {exc}",
                        "catch the failure, then start the next attempt from the first step; "
-                       "after the last attempt, return {'status': 'failed', ...}") from None
+                       "after the last attempt, return the failed status") from None
         raise Fail(f"retry_from_top raised {type(exc).__name__}: {exc}",
-                   "when every attempt has failed, return {'status': 'failed', ...} instead "
-                   "of raising") from None
+                   "when every attempt has failed, return the failed status instead of "
+                   "raising") from None
     if not isinstance(got, dict) or not {"status", "attempts", "executions"} <= set(got):
         raise Fail(f"retry_from_top returned {got!r}",
-                   "return a dict with 'status', 'attempts', 'executions' and 'results'")
+                   "return a dict with the four keys the question names")
     return got
 
 
@@ -262,10 +286,12 @@ def _same(got, key, want):
     if value != want:
         hint = _executions_hint(value, want) if key == "executions" else ""
         if key == "attempts" and isinstance(value, int) and value == want - 1:
-            hint = "count attempts from 1: the first try is attempt 1 (range(1, max_attempts + 1))"
+            hint = "count attempts from 1: the first try is attempt 1, the last attempt max_attempts"
         if key == "results":
             hint = ("results holds, by step name, what each step's function returned in the "
-                    "attempt that completed")
+                    "attempt that completed" if want is not None else
+                    "no attempt completed, so there are no results: the question asks for "
+                    "None, not what the last attempt got through before it failed")
         raise Fail(f"{key}: expected {want!r}, got {value!r}", hint)
 
 
@@ -274,7 +300,7 @@ def _executions_hint(got, want) -> str:
     if not isinstance(got, list) or not all(isinstance(x, tuple) and len(x) == 2 for x in got):
         return "executions is a list of (attempt, step name) pairs, one per step call"
     if got == [(a - 1, n) for a, n in want]:
-        return "count attempts from 1: the first try is attempt 1 (range(1, max_attempts + 1))"
+        return "count attempts from 1: the first try is attempt 1, the last attempt max_attempts"
     last_of_failed = [want[i] for i in range(len(want) - 1) if want[i][0] != want[i + 1][0]]
     if last_of_failed and all(call not in got for call in last_of_failed):
         return ("the call that failed is missing: append (attempt, name) before calling the "
@@ -325,8 +351,8 @@ def _(retry_from_top, draw):
     _same(got, "executions", _calls(script.names, [where + 1, n]))
 
 
-@q3.test("gives up after max_attempts: status 'failed', no exception",
-         hint="after the last attempt fails, return {'status': 'failed', ...} instead of raising")
+@q3.test("gives up after max_attempts: status 'failed', results None, no exception",
+         hint="after the last attempt fails, return the failed status instead of raising")
 def _(retry_from_top, draw):
     n, attempts = draw.randint(2, 4), draw.randint(2, 4)
     where = draw.randint(0, n - 1)
@@ -335,3 +361,18 @@ def _(retry_from_top, draw):
     _same(got, "status", "failed")
     _same(got, "attempts", attempts)
     _same(got, "executions", _calls(script.names, [where + 1] * attempts))
+    _same(got, "results", None)
+
+
+@q3.test("a step that fails on every attempt but the last: completed on attempt max_attempts",
+         hint="the last attempt is an attempt like the others: if it gets through every step, "
+              "the run completed")
+def _(retry_from_top, draw):
+    n, attempts = draw.randint(2, 4), draw.randint(2, 5)
+    where = draw.randint(0, n - 1)
+    script = Script(draw, n, fail={where: (set(range(1, attempts)), draw.choice([ValueError, KeyError]))})
+    got = _retry(retry_from_top, script, attempts)
+    _same(got, "status", "completed")
+    _same(got, "attempts", attempts)
+    _same(got, "executions", _calls(script.names, [where + 1] * (attempts - 1) + [n]))
+    _same(got, "results", script.last_results())

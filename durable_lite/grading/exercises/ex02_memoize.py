@@ -1,14 +1,36 @@
 """Exercise 02: memoize steps in SQLite, then survive a real SIGKILL.
 
-q1 calls the learner's memo_step in this process, with a step function that counts its
-own calls, fails when asked to, and refuses to run when it must not. Run ids, step names and
-arguments are drawn for every check, and some pairs are drawn to look alike when joined
-(("run-1", "2pay") and ("run-12", "pay")), so a row keyed on a joined string is caught.
+q1 calls the learner's memo_step in this process, with a step function that counts its own
+calls, answers with a drawn tag, fails when asked to, and refuses to run when it must not.
 q2 copies the learner's refund_flow (and what it uses) into fresh Python processes, kills
 them with SIGKILL before or right after each step, resumes in another fresh process, and
-counts executions in a log written by the step functions themselves. The order and amount
-are drawn, the provider has paid other refunds before, and the result must name the refund
-the provider recorded — not one an earlier run of the same code returned.
+counts executions in a log written by the step functions themselves. The provider has paid
+other refunds before, so no refund id can be guessed.
+
+The properties a right answer has, each judged by the test that names it, and how the cases
+vary it (tests/test_grading_properties_01_07.py has, for each, an answer wrong in that
+property alone, and it fails):
+
+q1 memo_step(db, run_id, name, fn, *args)
+  - a first call runs fn once and returns its result (drawn arguments and tag);
+  - a second call for the same run and step replays the result without running fn;
+  - the row's key is (run_id, name), two columns: another run or another name runs fn,
+    also for pairs drawn to look alike when joined (("run-1", "2pay"), ("run-12", "pay"));
+  - the file is the memory, not the process: with a new, empty memo file the same run and
+    step run fn again (a dict kept in front of the table fails), and a result recorded by
+    another process (the learner's memo_step, in a fresh one) is replayed here;
+  - the row is committed before memo_step returns: a second connection sees it;
+  - results are JSON text, never pickle;
+  - a crash (dl.Crash) or an error inside fn records nothing: the next call runs fn.
+q2 refund_flow(db_path, folder, run_id, order_id, amount)  (drawn run, order and amount)
+  - in a fresh process: each of the four steps once, and the result names the refund the
+    provider recorded, the customer emailed, the ticket closed;
+  - the memo file holds this run's steps under the task's names (lookup, refund, email,
+    close), keyed by the run id;
+  - two runs that refund the same order are two refunds (memos keyed by the order fail);
+  - SIGKILL just before each step, resumed in another process: nothing finished runs again;
+  - SIGKILL right after each step's effect: only that step runs again;
+  - a finished run started again replays every step.
 """
 
 import os
@@ -81,7 +103,8 @@ def _step_name(draw):
 
 
 @q1.test("the first call runs fn once and returns its result",
-         hint="no row yet: call fn(*args), store json.dumps(result), return the result")
+         hint="no row yet: call fn with the step's arguments, store its result as JSON text, "
+              "and return the result")
 def _(memo_step, open_memo, draw):
     with scratch("ex02") as folder:
         db = _open(open_memo, os.path.join(folder, "memo.db"))
@@ -95,7 +118,7 @@ def _(memo_step, open_memo, draw):
 
 
 @q1.test("a second call for the same run and step returns the recorded result without running fn",
-         hint="on replay, json.loads the stored text and return it; fn must not run again")
+         hint="on replay, decode the stored JSON text and return it; fn must not run again")
 def _(memo_step, open_memo, draw):
     with scratch("ex02") as folder:
         db = _open(open_memo, os.path.join(folder, "memo.db"))
@@ -131,13 +154,80 @@ def _(memo_step, open_memo, draw):
             raise Fail(f"{len(pairs)} different (run_id, name) pairs, each called once, ran fn "
                        f"{fn.calls} times; for {missed[0]} memo_step replayed another pair's "
                        "result instead of running fn",
-                       "look the row up by run_id and name as two separate columns "
-                       "(WHERE run_id = ? AND name = ?); a key joined into one string makes "
+                       "look the row up by run_id and by name, each in its own column and "
+                       "each a condition of the query; a key joined into one string makes "
                        "('run-1', '2pay') and ('run-12', 'pay') the same")
 
 
+@q1.test("a new memo file: the same run id and step name run fn again (the memory is the "
+         "file, not this process)",
+         hint="memo_step must answer from the table in `db` alone: a dict kept beside it "
+              "remembers results that this file never recorded")
+def _(memo_step, open_memo, draw):
+    with scratch("ex02") as folder:
+        fn = Counted(draw)
+        run, name, arg = draw.run_id(), _step_name(draw), draw.order_id()
+        first_file, second_file = (os.path.join(folder, f"{draw.token()}.db") for _ in range(2))
+        db = _open(open_memo, first_file)
+        _call(memo_step, db, run, name, fn, arg)
+        db.close()
+        db = _open(open_memo, second_file)
+        got = _call(memo_step, db, run, name, fn, arg)
+        db.close()
+        if fn.calls != 2:
+            raise Fail(f"run {run!r}, step {name!r}: recorded in one memo file, then called with "
+                       f"a new, empty file, fn ran {fn.calls} time(s) in all and memo_step "
+                       f"returned {got!r}; the new file has no row, so fn should run again")
+        if got != fn.answer(2, (arg,)):
+            raise Fail(f"with the new file memo_step returned {got!r}; expected fn's new result "
+                       f"{fn.answer(2, (arg,))!r}")
+
+
+# A fresh process records one step through the learner's own memo_step, then dies.
+_RECORD_ELSEWHERE = """
+
+def check_record(path, run_id, name, value):
+    db = open_memo(path)
+    try:
+        return memo_step(db, run_id, name, lambda: value)
+    finally:
+        db.close()
+"""
+
+
+@q1.test("a result recorded by another process is replayed here, without running fn",
+         hint="look the (run_id, name) row up in the table every time: a process that starts "
+              "after a crash has nothing in memory, only the file")
+def _(memo_step, open_memo, draw):
+    needs_callable(memo_step, "memo_step")
+    needs_callable(open_memo, "open_memo")
+    try:
+        source = module_source(memo_step, open_memo, extra=_RECORD_ELSEWHERE,
+                               call_as={"memo_step": memo_step, "open_memo": open_memo})
+    except NotPortable as exc:
+        raise Fail(str(exc)) from None
+    with scratch("ex02") as folder:
+        path = os.path.join(folder, "memo.db")
+        run, name = draw.run_id(), _step_name(draw)
+        value = {"paid": draw.amount(), "ref": draw.token()}
+        write_module(folder, source)
+        there = run_fresh(folder, "check_record", path, run, name, value)
+        if not there.finished:
+            if there.error and "NotImplementedError" in there.error:
+                raise NotAttempted("memo_step still raises NotImplementedError")
+            raise Fail(f"memo_step failed in a fresh process: {there.error}")
+        db = _open(open_memo, path)
+        try:
+            got = _call(memo_step, db, run, name, must_not_run)
+        finally:
+            db.close()
+        if got != value:
+            raise Fail(f"another process recorded {value!r} for run {run!r}, step {name!r}; "
+                       f"here memo_step replayed {got!r}")
+
+
 @q1.test("the result is committed before memo_step returns: a fresh connection sees it",
-         hint="call db.commit() after the INSERT and before `return`")
+         hint="commit after writing the row and before returning")
 def _(memo_step, open_memo, draw):
     with scratch("ex02") as folder:
         path = os.path.join(folder, "memo.db")
@@ -161,7 +251,8 @@ def _(memo_step, open_memo, draw):
 
 
 @q1.test("results are stored as JSON text (never pickle)",
-         hint="store json.dumps(result) in the result column; read it back with json.loads")
+         hint="store the result as JSON text (the json module) in the result column, and "
+              "decode it on the way back")
 def _(memo_step, open_memo, draw):
     import json
     with scratch("ex02") as folder:
@@ -176,7 +267,7 @@ def _(memo_step, open_memo, draw):
             raise Fail(f"could not read the memo table ({exc})", "keep open_memo as it was given") from None
         if row is None:
             raise Fail(f"no row for ({run}, {name}) in the memo table after the call",
-                       "INSERT a row (run_id, name, json.dumps(result)) after fn returns")
+                       "write a row for the run and the step, with the result as JSON, after fn returns")
         if row[0] != "text":
             raise Fail(f"the result column holds a {row[0]}, not JSON text")
         try:
@@ -291,8 +382,8 @@ def _source(refund_flow):
     try:
         return module_source(refund_flow, call_as={"refund_flow": refund_flow})
     except NotPortable as exc:
-        raise Fail(str(exc), "open the memo inside refund_flow (db = open_memo(db_path)) and "
-                             "pass everything else as an argument") from None
+        raise Fail(str(exc), "open the memo file inside refund_flow, with the given open_memo, "
+                             "and pass everything else as an argument") from None
 
 
 def _finished(run, what):
@@ -329,6 +420,61 @@ def _(refund_flow, draw):
                         "whose name is already recorded replays that row instead of running")
             raise Fail(f"steps run {starts}, effects {effects}; expected each exactly once", hint)
         fresh.expect_recorded(result, "refund_flow")
+
+
+def _memo_rows(path) -> list:
+    """(run_id, name) of every row in the memo file, in the order they were written."""
+    if not os.path.exists(path):
+        return []
+    db = sqlite3.connect(path)
+    try:
+        return [tuple(row) for row in db.execute("SELECT run_id, name FROM memo ORDER BY rowid")]
+    except sqlite3.DatabaseError:
+        return []
+    finally:
+        db.close()
+
+
+@q2.test("the memo file records this run's four steps under the names the task gives",
+         hint="name the steps exactly as the task does: a run resumed by a newer version of "
+              "the code finds its steps by these names")
+def _(refund_flow, draw):
+    with scratch("ex02") as folder:
+        fresh = Fresh(folder, _source(refund_flow), _case(draw))
+        _finished(fresh.run(), "refund_flow, in a fresh process")
+        rows = _memo_rows(os.path.join(folder, "memo.db"))
+    ours = sorted(name for run_id, name in rows if run_id == fresh.run_id)
+    if ours != sorted(STEPS):
+        keyed = sorted({run_id for run_id, _ in rows if run_id != fresh.run_id})
+        if not ours and keyed:
+            raise Fail(f"refund_flow ran as run {fresh.run_id!r}, but the memo file keys its "
+                       f"rows by {', '.join(repr(k) for k in keyed[:3])}, not by the run id",
+                       "the first argument after db is the run's id: a second refund of the "
+                       "same order is another run, and must not replay this one")
+        raise Fail(f"the memo file records the steps {ours} for run {fresh.run_id!r}; "
+                   f"expected {sorted(STEPS)}")
+
+
+@q2.test("two runs that refund the same order, one memo file: two refunds, each run's result "
+         "names its own",
+         hint="a memo row belongs to one run: key it by refund_flow's run_id, so a second "
+              "refund request is a new run and pays")
+def _(refund_flow, draw):
+    with scratch("ex02") as folder:
+        run_id, order_id, amount, earlier = _case(draw)
+        fresh = Fresh(folder, _source(refund_flow), (run_id, order_id, amount, earlier))
+        results = []
+        for run in (run_id, draw.run_id("second-run")):
+            fresh.run_id = run
+            results.append(_finished(fresh.run(), f"refund_flow (run {run!r})"))
+        effects = fresh.world()
+        ids = [r.get("refund_id") if isinstance(r, dict) else None for r in results]
+        for result in results:
+            fresh.expect_recorded(result, "refund_flow")
+    if effects["refund"] != 2 or ids[0] == ids[1]:
+        raise Fail(f"two runs refunding {order_id!r} (run ids {run_id!r} and {fresh.run_id!r}) "
+                   f"paid {effects['refund']} time(s) and returned refund ids {ids}; expected "
+                   "two refunds, each run naming its own")
 
 
 def _killed_then_resumed(refund_flow, moment, draw):

@@ -1,12 +1,40 @@
-"""Exercise 03: a stable idempotency key, a dedupe table for a provider without keys, the
-window that remains, and a workflow that refunds exactly once through every crash.
+"""Exercise 03: a stable idempotency key, a dedupe table for a provider without keys,
+the window that remains, and a workflow that refunds exactly once through every crash.
 
 The provider is the simulated `careless` one: it ignores idempotency keys and pays on
 every call, and its ledger lives in its own SQLite file, so counting refunds there is
-counting what a real bank would have paid out. Run ids, orders and amounts are drawn for
-every check; keys are tried on ids that look alike when joined; the provider has always
-paid other refunds before, and every answer must name a refund the provider recorded.
-q4 crashes the learner's workflow at every point with `dl.faults.sweep`.
+counting what a real bank would have paid out. The provider has always paid other refunds
+before, and every answer must name a refund the provider recorded.
+
+The properties a right answer has, each judged by the test that names it, and how the cases
+vary it (tests/test_grading_properties_01_07.py has, for each, an answer wrong in that
+property alone, and it fails):
+
+q1 refund_key(run_id, order_id)  (drawn ids)
+  - a non-empty string of at most 255 characters;
+  - the same for the same inputs, called again and a day later (time.time patched);
+  - the same in a fresh process with another hash seed whose wall clock reads 2 to 30 days
+    later (wall_clock.py moves time.time, time.strftime, datetime.now, date.today...): a
+    key made with hash(), uuid4(), random, the clock or the date fails;
+  - different for another run or another order;
+  - different for pairs that look alike when joined, with every common separator.
+q2 refund_once(db, provider, key, order_id, amount)  (drawn order, amount and keys)
+  - a first call pays once and returns the provider's own answer;
+  - the same key again returns the recorded answer and pays nothing;
+  - different keys are different refunds;
+  - a restart (two fresh processes, one after the other) does not pay twice;
+  - a provider call that fails (an error, a crash before the call) records nothing;
+  - the key lives in the sent table, committed.
+q3 window  (each moment measured on the learner's own refund_once)
+  - before_call, after_call, after_record: the refunds a retry leaves, as numbers.
+q4 keyed_refund(ctx, folder, db_path, order_id, amount)  (drawn order, amount, run ids)
+  - no crash: one refund, the steps 'lookup' and 'refund', and the result names it;
+  - a crash at each of the 6 crash points, resumed an hour later: exactly one refund and
+    the uncrashed run's result (the sweep);
+  - killed (SIGKILL) right after the refund was paid and resumed in another process whose
+    wall clock reads 2 to 30 days later: still one refund (a key from the clock or the date,
+    which the same-second sweep cannot see, fails here);
+  - two runs for the same order are two refunds (a key without the run id fails).
 """
 
 import os
@@ -15,6 +43,7 @@ import time
 from unittest import mock
 
 from ...errors import Crash
+from .. import wall_clock
 from ..checks import Exercise, Fail, NotAttempted
 from ..child import run_fresh, write_module
 from ..harness import (EngineRuns, crash_label, needs_callable, needs_workflow, scratch,
@@ -86,21 +115,26 @@ def _(refund_key, draw):
                    f"(a day later) and {again!r}; a retry would not be recognised as a repeat")
 
 
-@q1.test("a fresh Python process computes the same key",
-         hint="Python's hash() of a string changes from process to process, and so do uuid4() "
-              "and random: use hashlib (e.g. sha256) over the run id and order")
+@q1.test("a fresh Python process, days later by its clock, computes the same key",
+         hint="the key may depend on the two arguments only: Python's hash() of a string "
+              "changes from process to process, uuid4() and random on every call, the clock "
+              "and the date from one attempt to the next")
 def _(refund_key, draw):
     run_id, order_id = draw.run_id("refund"), draw.order_id()
     here = _key(refund_key, run_id, order_id)
+    ahead = draw.randint(2, 30) * 86400 + draw.randint(1, 86399)
     with scratch("ex03") as folder:
-        write_module(folder, _portable(refund_key, call_as={"refund_key": refund_key}))
+        write_module(folder, wall_clock.prelude() +
+                     _portable(refund_key, call_as={"refund_key": refund_key}))
         there = run_fresh(folder, "refund_key", run_id, order_id,
-                          env={"PYTHONHASHSEED": str(draw.randint(1, 9999))})
+                          env={"PYTHONHASHSEED": str(draw.randint(1, 9999)),
+                               **wall_clock.environment(ahead)})
         if not there.finished:
             _child_failed(there, "refund_key in a fresh process")
     if there.result != here:
-        raise Fail(f"this kernel computed {here!r}, a fresh process {there.result!r}; after a "
-                   "restart the provider would see a new key and pay again")
+        raise Fail(f"this kernel computed {here!r}; a fresh process whose clock read "
+                   f"{ahead / 86400:.1f} days later computed {there.result!r}: after a restart "
+                   "the next day the provider would see a new key and pay again")
 
 
 @q1.test("another run, or another order in the same run, gets another key",
@@ -117,8 +151,8 @@ def _(refund_key, draw):
 
 @q1.test("run and order ids that look alike joined together (('k1', '2') and ('k', '12'); "
          "('k-x', 'y') and ('k', 'x-y')) get different keys",
-         hint="join the two values so that no pair of ids can produce the same text: "
-              "json.dumps([run_id, order_id]) does, a separator that ids may contain does not")
+         hint="join the two values so that no pair of ids can produce the same text: a JSON "
+              "list of the two does, a separator that ids may contain does not")
 def _(refund_key, draw):
     for one, other in draw.lookalike_pairs():
         if _key(refund_key, *one) == _key(refund_key, *other):
@@ -389,9 +423,10 @@ def _window_test(moment):
 
 
 for _moment, _hint in [
-        ("before_call", "nothing was paid and nothing recorded: the retry pays once"),
+        ("before_call", "had the provider paid when the process died? Had the table recorded "
+                        "anything?"),
         ("after_call", "the money moved, but the table never heard of it: what does the retry see?"),
-        ("after_record", "the table has the key: the retry returns the recorded answer")]:
+        ("after_record", "what does the retry find in the table this time?")]:
     q3.test(f"{_moment}: {MOMENTS[_moment]}", hint=_hint)(_window_test(_moment))
 
 
@@ -455,25 +490,28 @@ def _expect_result(result, order, refunds, where):
 def _paid_twice(row, order):
     """Why a crash and a resume paid more than once, as far as the table can tell."""
     paid = len([r for r in row["observed"]["refunds"] if r["order_id"] == order.order_id])
-    where = f"crash {crash_label(row)}, then resume: the provider paid {paid} times"
-    keys = row["observed"]["keys"]
+    return _why_paid_twice(f"crash {crash_label(row)}, then resume: the provider paid {paid} times",
+                           row["observed"]["keys"])
+
+
+def _why_paid_twice(where, keys):
+    """A Fail that says what the dedupe table recorded: the keys the run paid under."""
     if len(keys) > 1:
         return Fail(f"{where}, under {len(keys)} different keys for one run: the key changed "
                     "when the workflow ran again",
-                    "derive the key only from what a replay sees again: "
-                    "refund_key(ctx.run_id, order_id), no clock, no uuid4()")
+                    "derive the key only from what every attempt of this run sees again: "
+                    "not the clock, the date, a random number or the process")
     if not keys:
         return Fail(f"{where}, and the sent table recorded no key",
-                    "pay through pay_once(db_path, folder, key, order_id, amount) inside "
-                    "ctx.step('refund', ...): the careless provider ignores keys, your table "
-                    "is what remembers")
+                    "pay through pay_once inside the step named 'refund': the careless "
+                    "provider ignores keys, your table is what remembers")
     return Fail(f"{where}, with one key recorded: the table did not stop the second payment",
                 "make q2 pass first: refund_once must find the key it recorded and not pay again")
 
 
 @q4.test("no crash: one refund, and the result names it",
-         hint="lookup, then a key from refund_key(ctx.run_id, order_id), then "
-              "ctx.step('refund', pay_once, ...)")
+         hint="a lookup step, then a key from your refund_key over this run's id and the "
+              "order, then the payment through pay_once in the step named 'refund'")
 def _(keyed_refund, draw):
     needs_workflow(keyed_refund, "keyed_refund")
     order = Order(draw)
@@ -492,9 +530,8 @@ def _(keyed_refund, draw):
         raise Fail(f"the provider paid {paid} times; expected once")
     if steps != ["lookup", "refund"]:
         raise Fail(f"the run recorded the steps {steps}; expected ['lookup', 'refund']",
-                   "do each piece of work in its own ctx.step: ctx.step('lookup', lookup_order, "
-                   "...) and ctx.step('refund', pay_once, ...); work done outside a step runs "
-                   "again on every replay")
+                   "do each piece of work in a step of its own, named as the task says; work "
+                   "done outside a step runs again on every replay")
     _expect_result(run.result, order, refunds, "with no crash")
 
 
@@ -522,6 +559,70 @@ def _(keyed_refund, draw):
         if not row["same_result"]:
             raise Fail(f"{where}: the run returned {row['result']!r}; an uninterrupted run "
                        f"returns {s.clean['result']!r}")
+
+
+# Two fresh processes: the first is killed (SIGKILL) right after the refund step paid, before
+# its checkpoint; the second, whose wall clock reads days later, resumes the run.
+_RESUME_ELSEWHERE = """
+
+def check_start_and_die(store, world, sent, order_id, amount, run_id):
+    import durable_lite as _dl
+    engine = _dl.Engine(_dl.SQLiteStore(store), _dl.FakeClock(), ids=_dl.SequentialIds("id"),
+                        crash_at=_dl.faults.CrashAt("refund", "after_effect", kill=True))
+    run = engine.start(keyed_refund, world, sent, order_id, amount, run_id=run_id)
+    return {"status": run.status, "error": run.error}
+
+
+def check_resume(store, run_id):
+    import durable_lite as _dl
+    engine = _dl.Engine(_dl.SQLiteStore(store), _dl.FakeClock(1_767_225_600.0 + 86400),
+                        ids=_dl.SequentialIds("id2"))
+    run = engine.resume(run_id)
+    return {"status": run.status, "error": run.error, "result": run.result}
+"""
+
+
+@q4.test("killed right after the refund was paid, resumed by another process days later by "
+         "the wall clock: still exactly one refund",
+         hint="a resume may come in another process, on another day: the key may depend only "
+              "on what every attempt of this run sees again, never on the clock, the date, a "
+              "random number or the process")
+def _(keyed_refund, draw):
+    needs_workflow(keyed_refund, "keyed_refund")
+    order = Order(draw)
+    ahead = draw.randint(2, 30) * 86400 + draw.randint(1, 86399)
+    with scratch("ex03") as folder:
+        write_module(folder, wall_clock.prelude() +
+                     _portable(keyed_refund, extra=_RESUME_ELSEWHERE,
+                               call_as={"keyed_refund": keyed_refund}))
+        world = os.path.join(folder, "world")
+        store, run_id = os.path.join(folder, "runs.db"), draw.run_id("refund")
+        first = run_fresh(folder, "check_start_and_die", store, *order.leading(world),
+                          order.order_id, order.amount, run_id)
+        if not first.killed:
+            if not first.finished:
+                _child_failed(first, "keyed_refund in a fresh process")
+            if first.result["status"] != "completed":
+                unfinished(first.result["status"], first.result["error"],
+                           "keyed_refund, in a fresh process")
+            raise Fail("keyed_refund ran to its end in a fresh process without passing the "
+                       f"crash point right after a step named 'refund' ({first.result!r})",
+                       "pay in a step named 'refund'")
+        second = run_fresh(folder, "check_resume", store, run_id, env=wall_clock.environment(ahead))
+        if not second.finished:
+            _child_failed(second, "the resume in a second fresh process")
+        refunds, keys = Ledgers(world).refunds(), _keys_recorded(world)
+    ours = [r for r in refunds if r["order_id"] == order.order_id]
+    where = (f"killed right after the refund step paid, then resumed by another process whose "
+             f"clock read {ahead / 86400:.1f} days later")
+    status = second.result["status"]
+    if len(ours) > 1:
+        raise _why_paid_twice(f"{where}: the provider paid {len(ours)} times", keys)
+    if status != "completed":
+        unfinished(status, second.result["error"], f"keyed_refund ({where})")
+    if not ours:
+        raise Fail(f"{where}: no refund was paid for order {order.order_id!r}")
+    _expect_result(second.result["result"], order, refunds, where)
 
 
 @q4.test("two runs for the same order are two refunds",

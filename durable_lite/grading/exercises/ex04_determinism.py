@@ -1,19 +1,32 @@
 """Exercise 04: find and fix the non-determinism in an orchestration (the clock, an id).
 
 `dl.faults.sweep` crashes the learner's receipt workflow at every point and resumes it on a
-fake clock with predictable ids: a correct workflow returns the same receipt whether it ran
-straight through or crashed, and emails the receipt it returns; one that still reads
-time.time() or uuid4() in its orchestration cannot. A replay that diverges shows as its own
-status. Separately, the order is drawn, the clock starts at a drawn time and moves an hour
-before the resume (a literal time cannot pass, and the time must be one the run recorded),
-and two receipts for one order must get two ids (an id made from the order alone cannot
-pass).
+fake clock with predictable ids; `EngineRuns` runs single cases whose clock starts at a
+drawn time. A replay that diverges shows as its own status.
+
+The properties a right answer has, each judged by the test that names it, and how the cases
+vary it (tests/test_grading_properties_01_07.py has, for each, an answer wrong in that
+property alone, and it fails):
+
+q1 receipt(ctx, folder, order_id)  (drawn orders and run ids)
+  - a crash at any point, then a resume: the result of an uninterrupted run (an id from
+    uuid4(), a time from time.time() in the orchestration fail);
+  - issued_at is the time the run recorded with ctx.now(), on a clock that starts at a
+    drawn time and moves an hour before the resume (a literal time fails);
+  - the customer is emailed the receipt the run returns, at every crash point;
+  - two receipts for one order, issued in the same second by two processes (two engines,
+    their clocks reading the same drawn time, their ids and seeds drawn apart): two ids
+    (an id made from the order, or from the time — int(ctx.now()) — fails);
+  - the given steps keep their names ('lookup', then 'email'), and the result its shape:
+    exactly receipt ('rcpt-' and an id), issued_at and order (the order id). The exercise
+    starts from code to fix, and that code keeps both, so both are judged inside tests the
+    given code fails (the sweep's test, the issued_at test): every test fails it.
 """
 
-from ...faults import AFTER_CHECKPOINT, CrashAt
+from ...faults import AFTER_CHECKPOINT, BEFORE_STEP, CrashAt
 from ..checks import Exercise, Fail
-from ..harness import EngineRuns, START, crash_label, diverged, needs_workflow, scratch, \
-    sweep_of, unfinished
+from ..harness import (EngineRuns, START, crash_label, diverged, needs_workflow, scratch,
+                       sweep_of, unfinished)
 from ..ledgers import Ledgers
 
 EXERCISE = Exercise("04_determinism", "Replay determinism",
@@ -46,16 +59,42 @@ def _swept(receipt, draw):
                     run_id=draw.run_id("receipt"))
 
 
+GIVEN_STEPS = ["lookup", "email"]
+RESULT_KEYS = {"receipt", "issued_at", "order"}
+
+
+def _expect_shape(result, order_id, where):
+    """The result keeps the given shape: exactly receipt ('rcpt-...'), issued_at, order."""
+    if not isinstance(result, dict) or set(result) != RESULT_KEYS:
+        keys = sorted(result) if isinstance(result, dict) else type(result).__name__
+        raise Fail(f"{where}, the run returned {result!r} (keys {keys}); the given workflow "
+                   f"returns a dict with exactly the keys {sorted(RESULT_KEYS)}",
+                   "change only the two reads the question is about: the result keeps the "
+                   "shape it was given")
+    if result["order"] != order_id:
+        raise Fail(f"{where}, the run for order {order_id!r} returned order {result['order']!r}")
+    if not str(result["receipt"]).startswith("rcpt-"):
+        raise Fail(f"{where}, the receipt id {result['receipt']!r} lost its 'rcpt-' prefix",
+                   "keep the receipt id's prefix as it was given")
+
+
 def _receipt_id(result):
     return result.get("receipt") if isinstance(result, dict) else None
 
 
-@q1.test("a crash at any point, then a resume: the same receipt as an uninterrupted run",
+@q1.test("a crash at any point of the given steps ('lookup', then 'email'), then a resume: "
+         "the same receipt as an uninterrupted run",
          hint="read the time with ctx.now() and make the id with ctx.uuid(): both are recorded "
               "the first time and replayed after; time.time() and uuid.uuid4() are read anew "
               "on every replay")
 def _(receipt, draw):
     s = _swept(receipt, draw)
+    steps = [row["step"] for row in s.rows if row["kind"] == "step" and row["when"] == BEFORE_STEP]
+    if [name for name in steps if name in GIVEN_STEPS] != GIVEN_STEPS:
+        raise Fail(f"the run recorded the steps {steps}; the given workflow records "
+                   f"{GIVEN_STEPS}, once each and in that order",
+                   "change only the two reads the question is about: the steps keep the names "
+                   "they were given")
     expected = s.clean["result"]
     for row in s.rows:
         where = f"crash {crash_label(row)}, then resume"
@@ -79,26 +118,29 @@ def _(receipt, draw):
                    f"{expected!r}", hint)
 
 
-@q1.test("issued_at is the time the run recorded with ctx.now(), on a clock that starts at a "
-         "new time for every check",
+@q1.test("in a result of the given shape (receipt 'rcpt-...', issued_at, order), issued_at "
+         "is the time the run recorded with ctx.now(), on a clock that starts at a new time for "
+         "every check",
          hint="read the time with ctx.now(); a time typed in, or read from time.time(), is not "
               "the run's clock")
 def _(receipt, draw):
     needs_workflow(receipt, "receipt")
     start = START + draw.randint(1, 3000) * 86400 + draw.randint(0, 86399)
     for crash in (None, draw.choice(["lookup", "email"])):
+        order_id = draw.order_id()
         with scratch("ex04") as folder:
             runs = EngineRuns(folder, start=start)
             run_id = draw.run_id("receipt")
-            run = runs.run(receipt, folder, draw.order_id(), run_id=run_id,
+            run = runs.run(receipt, folder, order_id, run_id=run_id,
                            crash=None if crash is None else CrashAt(crash, AFTER_CHECKPOINT))
             if run.status != "completed":
                 unfinished(run.status, run.error, "receipt")
             recorded = [row["result"] for row in runs.engine().history(run_id)
                         if row["kind"] == "value" and row["step"] == "now"]
-        issued = run.result.get("issued_at") if isinstance(run.result, dict) else None
+        where = "with no crash" if crash is None else f"after a crash after step {crash!r}"
+        _expect_shape(run.result, order_id, where)
+        issued = run.result["issued_at"]
         if issued not in recorded:
-            where = "with no crash" if crash is None else f"after a crash after step {crash!r}"
             raise Fail(f"{where}, on a clock that read {start:.0f} when the run began, the run "
                        f"returned issued_at {issued!r}; the time it recorded with ctx.now() is "
                        f"{recorded[0] if recorded else 'nothing: it never called ctx.now()'}")
@@ -119,17 +161,18 @@ def _(receipt, draw):
                        f"was emailed {subjects!r}")
 
 
-@q1.test("two receipts for the same order, each crashed and resumed: two different receipt "
-         "ids, each the one its customer was emailed",
-         hint="a receipt id must be unique per receipt — made from the order alone, a second "
-              "receipt repeats the first's id — and the same on every replay: ctx.uuid() is both")
+@q1.test("two receipts for the same order, issued in the same second by two processes, each "
+         "crashed and resumed: two different receipt ids, each the one its customer was emailed",
+         hint="a receipt id must be unique per receipt — made from the order, or from the "
+              "time, a second receipt can repeat the first's id — and the same on every replay")
 def _(receipt, draw):
     needs_workflow(receipt, "receipt")
     order_id = draw.order_id()
+    at = START + draw.randint(1, 3000) * 86400 + draw.randint(0, 86399)
     with scratch("ex04") as folder:
-        runs = EngineRuns(folder)
         results = []
-        for source in draw.distinct(lambda: draw.token(8), 2):   # two processes' uuid4()
+        for source in draw.distinct(lambda: draw.token(8), 2):   # two processes, one second
+            runs = EngineRuns(folder, seed=draw.randint(1, 2**31), start=at)
             sent = len(Ledgers(folder).mail())
             crash = CrashAt("email", AFTER_CHECKPOINT)     # the customer has the receipt
             run = runs.run(receipt, folder, order_id, run_id=draw.run_id("receipt"), ids=source,
@@ -143,5 +186,8 @@ def _(receipt, draw):
                            f"{receipt_id!r}, but the customer was emailed {subjects!r}")
             results.append(receipt_id)
     if results[0] == results[1]:
-        raise Fail(f"two runs issuing receipts for order {order_id!r} both returned receipt "
-                   f"{results[0]!r}: the customer could not tell the two receipts apart")
+        raise Fail(f"two runs issuing receipts for order {order_id!r}, both begun when the clock "
+                   f"read {at:.0f}, returned the same receipt {results[0]!r}: the customer could "
+                   "not tell the two receipts apart")
+
+

@@ -3,16 +3,38 @@ stale memo on purpose.
 
 q1 is judged on every branch the task describes, every time: tickets are drawn until one
 makes the model's answer name a refund (the "refunds" desk) and one does not ("helpdesk"),
-and coins are seeded so that each desk is met once audited and once not. Each run must
-follow the answer the model recorded and the coin the run recorded, and the mailer's ledger
-must show exactly those forwards; the model's ledger must show one call per run. A workflow
-that never audits, or always picks one desk, fails whatever the seed. `dl.faults.sweep`
+and coins are seeded so that each desk is met once audited and once not. `dl.faults.sweep`
 counts the model calls at every crash point. The replay tests keep a loop of their own: an
 unrecorded coin only shows when Python's generator is seeded differently for the resume,
 which the sweep (rightly) never does.
 
 q2 refreshes a statement run whose first step comes before the stale one, so forgetting the
 whole run is told apart from forgetting the stale step and what followed it.
+
+The properties a right answer has, each judged by the test that names it, and how the cases
+vary it (tests/test_grading_properties_01_07.py has, for each, an answer wrong in that
+property alone, and it fails):
+
+q1 triage(ctx, folder, ticket)  (drawn tickets, seeded coins; both desks, audit and not)
+  - on every branch, crashed and resumed, the run follows the model's recorded answer and
+    the recorded coin, and the mailer shows exactly those forwards (a fixed desk, or a
+    triage that never audits, fails);
+  - the boundary of the audit: coins land within 0.05 of 0.25, below it for the audited
+    cases and above it for the others, so an audit at another rate (< 0.2, < 0.3, < 0.5)
+    fails;
+  - the model is called once per run, at every crash point (outside the model step's own
+    window, where a second call cannot be helped);
+  - a crash at any point never makes the replay diverge;
+  - a crash at any point, then a resume: the uncrashed run's result (random.random() for
+    the coin fails: the resume is seeded so that its draw lands on the other side);
+  - the forwarding steps keep their names: the desk's own, and 'audit' (judged on every
+    branch, inside the branch test, which the given code fails too: the exercise starts from
+    code to fix, so every test must fail it; the model's step may be named freely).
+q2 refresh_lookup(engine, run_id)  (drawn customer and addresses)
+  - the same run, resumed, reads the new address and completes;
+  - only the stale step and the steps after it run again, once each (forgetting the
+    whole run fails);
+  - a second move and a second refresh: the run follows again.
 """
 
 import json
@@ -35,6 +57,7 @@ q1 = EXERCISE.question("q1", "a model call and a coin flip", answers=["triage"])
 
 FORWARDS = ("refunds", "helpdesk", "audit")     # the steps whose names the task fixes
 AUDIT_RATE = 0.25
+NEAR = 0.05            # every coin lands within this of the rate, on the side its branch needs
 PROMPT = "Classify this support ticket: {}"       # what the given classify() asks the model
 ASKS = ("Where is my parcel {}?", "I was charged twice for order {}.",
         "Can I still change the address on {}?", "The blender from {} arrived broken.",
@@ -55,22 +78,27 @@ class Case:
         return f"ticket {self.ticket!r}"
 
 
-def _coin_seed(draw, audit: bool) -> int:
-    """A seed whose first random() is below AUDIT_RATE (audit) or not."""
+def _coin_seed(draw, audit: bool, near: float = 1.0) -> int:
+    """A seed whose first random() is below AUDIT_RATE (audit) or not, and within `near` of
+    it: a coin just below and one just above the rate tell 0.25 from another threshold."""
     while True:
         seed = draw.randint(1, 2**31)
-        if (random.Random(seed).random() < AUDIT_RATE) == audit:
+        coin = random.Random(seed).random()
+        if (coin < AUDIT_RATE) == audit and abs(coin - AUDIT_RATE) < near:
             return seed
 
 
 def cases(draw) -> list:
-    """Four cases, one per branch: (refunds, helpdesk) x (audit, no audit), in drawn order."""
+    """Four cases, one per branch: (refunds, helpdesk) x (audit, no audit), in drawn order.
+    Each coin lands just below the audit rate (audit) or just above it (no audit), so an
+    answer that audits at another rate meets a coin on the wrong side of its threshold."""
     tickets = {}
     while len(tickets) < 2:
         ticket = draw.choice(ASKS).format(draw.order_id())
         answer, = replay_model([PROMPT.format(ticket)])
         tickets.setdefault("refunds" if "refund" in answer else "helpdesk", ticket)
-    out = [Case(tickets[desk], desk, audit, _coin_seed(draw, audit), _coin_seed(draw, not audit))
+    out = [Case(tickets[desk], desk, audit, _coin_seed(draw, audit, near=NEAR),
+                _coin_seed(draw, not audit))
            for desk in ("refunds", "helpdesk") for audit in (True, False)]
     draw.shuffle(out)
     return out
@@ -158,14 +186,28 @@ def _follows_the_record(run, facts, case, where):
 
 @q1.test("every branch: a ticket for each desk, audited and not, each crashed once and "
          "resumed — the run follows the model's recorded answer and the recorded coin, and "
-         "forwards accordingly",
-         hint="the desk comes from the model's answer, the audit from ctx.random() < 0.25; "
-              "return both, and the answer's text")
+         "forwards accordingly, in the steps the task names (the desk's own, 'audit')",
+         hint="the desk comes from the model's recorded answer, the audit from a coin drawn "
+              "with ctx.random() (one ticket in four); return both, and the answer's text")
 def _(triage, draw):
     for case in cases(draw):
         crash = CrashAt(case.desk, AFTER_CHECKPOINT)      # after the forward, before the coin
-        run, facts, _ = _triage(triage, case, crash)
-        _follows_the_record(run, facts, case, f"{case}, crash {crash_label(crash)}, then resume")
+        run, facts, steps = _triage(triage, case, crash)
+        where = f"{case}, crash {crash_label(crash)}, then resume"
+        _follows_the_record(run, facts, case, where)
+        _forwards_named(steps, run.result["desk"], case, where)
+
+
+def _forwards_named(steps, desk, case, where):
+    """The forwarding steps keep the names the task fixes: the desk's own, and 'audit'."""
+    forwards = [name for name in steps if name in FORWARDS]
+    want = [desk, "audit"] if case.audited else [desk]
+    if forwards != want:
+        raise Fail(f"{where} ({'audited' if case.audited else 'not audited'}): the run recorded "
+                   f"the steps {steps}; the ticket's forwards should be recorded as {want}",
+                   "the task keeps the names of the steps that forward the ticket: the step "
+                   "that sends it to a desk is named after that desk, the audit's step is "
+                   "'audit'; only a new step may be named as you like")
 
 
 def _in_window(row):
@@ -175,8 +217,7 @@ def _in_window(row):
 
 
 @q1.test("the model is called once per run, not again on every replay",
-         hint="wrap the call in a step: ctx.step('classify', classify, folder, ticket); a "
-              "recorded answer costs nothing on replay")
+         hint="call the model inside a step: a recorded answer costs nothing on replay")
 def _(triage, draw):
     needs_workflow(triage, "triage")
     case = draw.choice(cases(draw))
@@ -292,10 +333,10 @@ def _refresh(refresh_lookup, draw, moves=1):
             run = refresh_lookup(engine, run_id)
             if run is None:
                 raise Fail("refresh_lookup returned None",
-                           "return the Run that engine.resume(run_id) gives back")
+                           "return the Run that resuming the run gives back")
             if not isinstance(run, Run):
                 raise Fail(f"refresh_lookup returned a {type(run).__name__}; return the Run "
-                           "that engine.resume(...) gives back")
+                           "that resuming the run gives back")
             ledgers = Ledgers(folder)
             out.append((address, run, step_names(engine, run_id),
                         ledgers.counts().get("statements", 0), [m["to"] for m in ledgers.mail()]))
@@ -303,8 +344,8 @@ def _refresh(refresh_lookup, draw, moves=1):
 
 
 @q2.test("the same run, resumed, reads the new address and completes",
-         hint="engine.invalidate(run_id, 'lookup') forgets that step's memo (and every entry "
-              "after it); engine.resume(run_id) then runs them again")
+         hint="engine.invalidate forgets a step's memo (and every entry after it); resuming "
+              "the run then runs them again")
 def _(refresh_lookup, draw):
     run_id, _, [(address, run, _, _, _)] = _refresh(refresh_lookup, draw)
     if run.run_id != run_id:
@@ -313,8 +354,8 @@ def _(refresh_lookup, draw):
     if run.status != "completed" or run.result != {"sent_to": address}:
         hint = ""
         if run.status == "running" and not run.executed:
-            hint = ("invalidate only forgets; nothing has run again yet. Resume the run "
-                    "(engine.resume(run_id)) and return the Run it gives back")
+            hint = ("invalidate only forgets; nothing has run again yet. Resume the run and "
+                    "return the Run that gives back")
         raise Fail(f"the run is {run.status} with result {run.result!r}; expected completed "
                    f"with {{'sent_to': {address!r}}}", hint)
 

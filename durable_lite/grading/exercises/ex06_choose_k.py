@@ -1,18 +1,36 @@
 """Exercise 06: choose how many attempts each step gets, then prove it by simulation.
 
 q1 checks the learner's smallest_k against the per-step retry formula on cases drawn for
-every check (so a table of answers cannot pass): the k it returns must reach the target,
-and one attempt fewer must not. Cases are drawn away from the points where floating-point
-rounding could make a correct answer computed with logarithms differ by one.
-q2 runs the learner's plan workflow against a flaky tool whose failures the check
-controls: first one run at a time, with a drawn number of steps and attempts (names,
-attempts, what a failure leaves alone), then hundreds of runs on a FakeClock (backoff is
-free), with a drawn failure rate, plan length and tool seed, whose finish rate and tool
-calls must match the per-step formula for the k that the formula says is needed.
+every check (so a table of answers cannot pass). q2 runs the learner's plan workflow against
+a flaky tool whose failures the check controls: first one run at a time, then hundreds of
+runs on a FakeClock (backoff is free).
+
+The properties a right answer has, each judged by the test that names it, and how the cases
+vary it (tests/test_grading_properties_01_07.py has, for each, an answer wrong in that
+property alone, and it fails):
+
+q1 smallest_k(p, n, target)  (ten drawn cases, one of them met by a single attempt)
+  - the k it returns reaches the target, and is an int >= 1;
+  - it is the smallest: k - 1 misses the target (the restart formula fails). These cases
+    keep the exact real-valued k well away from a whole number, so rounding cannot decide;
+  - the boundary, "at least": cases where k attempts reach the target exactly (exact binary
+    fractions, p = 1 - 2**-a, where every usual way of computing gives the same k), so
+    `>` in place of `>=` fails;
+  - a tool that never fails (p = 1) needs one attempt.
+q2 plan(ctx, folder, n, k)  (drawn n, k, failing step, failure rate, seeds)
+  - n steps named task-1 ... task-n, each calling flaky_tool once with its own name;
+  - each step gets k attempts of its own: a failure does not re-run earlier steps, and a
+    step that fails k times fails the run (caught StepFailed fails);
+  - the retries are the engine's: the history records each attempt of a step that failed
+    and then worked (a Python loop inside one step, which the engine cannot see, count or
+    space out, fails);
+  - 300 simulated runs finish as often, and cost as many tool calls, as the formula says,
+    for the k the formula needs and for k = 1.
 """
 
 import math
 import numbers
+from fractions import Fraction
 
 from ... import examples
 from ...clock import FakeClock, SequentialIds
@@ -109,8 +127,48 @@ def _(smallest_k, draw):
                        f"already finish {per_step_retry_rate(p, n, k - 1):.5%} of runs")
 
 
+def boundary_cases() -> list:
+    """(p, n, k) where k attempts per step reach the target exactly: the target is
+    (1 - (1-p)**k)**n itself. Only exact binary fractions (p = 1 - 2**-a), so the formula is
+    computed without rounding in floating point, and only cases where the usual ways of
+    solving for k with logarithms (log, log2, log10, log1p, log with a base) also land
+    exactly on k: a right answer gets k whichever way it computes, and an answer that
+    wants more than the target ("greater than", not "at least") gets k + 1."""
+    out = []
+    for a in (1, 2, 3, 4):
+        p = 1 - 2.0 ** -a
+        for n in (1, 2, 3, 4):
+            for k in range(2, 7):
+                target = per_step_retry_rate(p, n, k)
+                if Fraction(target) != (1 - Fraction(1, 2 ** (a * k))) ** n:
+                    continue                           # not exact in floating point
+                root = target ** (1 / n)
+                solved = (math.log(1 - root) / math.log(1 - p), math.log2(1 - root) / math.log2(1 - p),
+                          math.log10(1 - root) / math.log10(1 - p), math.log(1 - root, 1 - p),
+                          math.log1p(-root) / math.log1p(-p))
+                if all(math.ceil(x) == k for x in solved) and per_step_retry_rate(p, n, k - 1) < target:
+                    out.append((p, n, k))
+    return out
+
+
+BOUNDARY = boundary_cases()
+
+
+@q1.test("on the boundary: a k whose run finishes exactly at the target is enough (\"at least\")",
+         hint="the question asks for a probability of at least the target: equal to it is "
+              "enough, so compare with >=, not >")
+def _(smallest_k, draw):
+    for p, n, k in draw.sample(BOUNDARY, 4):
+        target = per_step_retry_rate(p, n, k)
+        got = _k(smallest_k, p, n, target)
+        if got != k:
+            raise Fail(f"smallest_k({p}, {n}, {target}) = {got}; with {k} attempts per step a "
+                       f"run finishes with probability (1 - {1 - p}**{k})**{n} = {target}, which "
+                       f"is exactly the target, so {k} attempts are enough")
+
+
 @q1.test("a tool that never fails needs a single attempt",
-         hint="with p = 1 the first attempt always works: k = 1")
+         hint="with p = 1 the first attempt always works: how many attempts does a step need?")
 def _(smallest_k, draw):
     n, target = draw.randint(1, 60), round(draw.uniform(0.5, 0.9999), 4)
     k = _k(smallest_k, 1.0, n, target)
@@ -149,7 +207,8 @@ def _steps(engine, run_id):
 
 
 @q2.test("a run of n steps named task-1 ... task-n, each calling flaky_tool once when it works",
-         hint='for i in 1..n: ctx.step(dl.Step(f"task-{i}", retry=...), flaky_tool, folder, f"task-{i}")')
+         hint="one step per task, named task-1 ... task-n, each calling flaky_tool once with "
+              "its own name")
 def _(plan, draw):
     n, k = draw.randint(3, 8), draw.randint(2, 5)
     with scratch("ex06") as folder:
@@ -204,6 +263,29 @@ def _(plan, draw):
             raise Fail(f"after {bad} failed {k} times: run {run.status}, tool calls {calls}; "
                        f"expected the run to stop at {bad} without re-running the steps before "
                        "it or starting the ones after it")
+
+
+@q2.test("the engine does the retrying: the history records every attempt of a step that "
+         "failed and then worked",
+         hint="retries written as a loop inside the step's function are invisible to the engine: "
+              "it cannot record them, count them or wait between them. Give the step a retry "
+              "policy instead, as the question says")
+def _(plan, draw):
+    n, k = draw.randint(3, 6), draw.randint(2, 5)
+    bad = f"task-{draw.randint(1, n)}"
+    with scratch("ex06") as folder:
+        world = _world(folder, 1.0, {bad: k - 1})          # fails k-1 times, then works
+        engine = _engine()
+        run = _start(plan, engine, folder, n, k, "plan-recorded")
+        if run.status != "completed":
+            raise Fail(f"{bad} failed {k - 1} times and then worked, but with k={k} the run "
+                       f"ended {run.status}: {run.error}")
+        calls = world.tools.calls(bad)
+        attempts = {name: tries for name, tries, _ in _steps(engine, "plan-recorded")}
+    if attempts.get(bad) != calls:
+        raise Fail(f"{bad} failed {k - 1} time(s) and then worked: the tool was called {calls} "
+                   f"times for it, and the engine's history records {attempts.get(bad)} "
+                   "attempt(s) of that step")
 
 
 RUNS, TARGET = 300, 0.99

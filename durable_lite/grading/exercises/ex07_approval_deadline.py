@@ -6,21 +6,38 @@ process would — and time moves only when the test moves its FakeClock. The tes
 decision with `engine.signal`, or withholds it and lets the deadline pass, then calls
 `engine.recover()` and counts the mail in the simulated world.
 
-Every branch the task names is driven, each in its own test: the editor approves, the
-editor rejects, nobody answers and the manager is asked, the manager approves, the manager
-rejects, nobody answers at all. The post, the people and the moments they answer are drawn.
-In every branch the model's ledger must show one draft, and a published post must carry
-the text of that draft: a draft written outside a step is written again on every replay,
-and what gets published is not what the editor was asked to review.
+Feedback is derived from what the test saw, not from the first rule that could explain it:
+the desk keeps a timeline of the mail and model ledgers after every step the engine
+executed or replayed, so an extra email or an extra draft is traced to the step that
+recorded it, to the code just before a step, or to a replay in which no step ran.
+
+The properties a right answer has, each judged by the test that names it, and how the cases
+vary it (tests/test_grading_properties_01_07.py has, for each, an answer wrong in that
+property alone, and it fails). The post, the people and the hour they answer are drawn.
+
+q1 publish_post(ctx, folder, post_id)
+  - start() returns at once: one draft, the editor asked, the run waiting for 'approval'
+    until exactly one day later;
+  - every branch, each in its own test: the editor approves, the editor rejects, nobody
+    answers for a day (the manager is asked at the deadline, not a second before, and the
+    run waits one more day), the manager approves, the manager rejects, nobody answers at
+    all (the safe default: 'expired', the author told);
+  - on every branch the mail is exactly the task's (an email sent outside a step is sent
+    again by every replay, an extra step sends too much);
+  - one draft per post, and the post published is that draft's text (a draft written
+    outside a step, or written again inside the publish step, fails);
+  - on every path the steps carry the task's names (draft, ask-editor, escalate,
+    tell-author, publish), in the path's order.
 """
 
 import os
+from dataclasses import dataclass
 
 from ...clock import FakeClock, SequentialIds
 from ...engine import Engine
 from ...store import SQLiteStore
 from ..checks import Exercise, Fail, NotAttempted
-from ..harness import START, needs_workflow, scratch
+from ..harness import START, needs_workflow, scratch, step_names
 from ..ledgers import Ledgers
 
 EXERCISE = Exercise("07_approval_deadline", "A deadline and an escalation path",
@@ -29,12 +46,32 @@ EXERCISE = Exercise("07_approval_deadline", "A deadline and an escalation path",
 HOUR, DAY = 3600, 24 * 3600
 EDITOR, MANAGER = "editor@example.com", "manager@example.com"
 AUTHOR, READERS = "author@example.com", "readers@example.com"
+ADDRESSES = {"editor": EDITOR, "manager": MANAGER, "author": AUTHOR, "published": READERS}
+# The step the task names for each kind of mail, and every step name the task gives.
+SENDER = {"editor": "ask-editor", "manager": "escalate", "author": "tell-author",
+          "published": "publish"}
+TASK_STEPS = ("draft", "ask-editor", "escalate", "tell-author", "publish")
 
 q1 = EXERCISE.question("q1", "publish_post", answers=["publish_post"])
 
 
+@dataclass
+class Seen:
+    """What the world held at one moment of an action: at its beginning, after each step
+    the engine executed or replayed (its on_step hook), and at its end."""
+    action: str                 # "at start()", "when the editor's decision arrived", ...
+    event: tuple                # ("begin",), ("step", label, "executed" | "replayed"), ("end",)
+    mail: int                   # messages in the mailer's ledger so far
+    model: int                  # model calls so far
+
+
 class Desk:
-    """One post's run, driven through time by fresh engines on one store."""
+    """One post's run, driven through time by fresh engines on one store.
+
+    It also keeps a timeline of what the world held after every step of every action, so
+    feedback can say where an extra email or an extra model call came from — a step that
+    ran (and recorded that very message), the code just before a step, or the
+    orchestration while no step ran at all (a replay) — instead of guessing the cause."""
 
     def __init__(self, folder, workflow, draw):
         needs_workflow(workflow, "publish_post")
@@ -45,14 +82,26 @@ class Desk:
         self.post = f"P-{draw.randint(1, 999)}"
         self.run_id = f"post-{self.post}-{draw.token(4)}"
         self.editor, self.manager = draw.distinct(draw.person, 2)
+        self.seen = []
 
-    def engine(self):
+    # driving the run ----------------------------------------------------------------------
+    def engine(self, action):
         self.ticks += 1        # every action is a new process: nothing survives in memory
-        return Engine(SQLiteStore(os.path.join(self.folder, "runs.db")), self.clock,
-                      ids=SequentialIds("id"), seed=0, worker=f"process-{self.ticks}")
+        engine = Engine(SQLiteStore(os.path.join(self.folder, "runs.db")), self.clock,
+                        ids=SequentialIds("id"), seed=0, worker=f"process-{self.ticks}")
+        engine.on_step = lambda label, how: self._note(action, ("step", label, how))
+        self._note(action, ("begin",))
+        return engine
+
+    def _note(self, action, event):
+        world = Ledgers(self.world_folder)
+        self.seen.append(Seen(action, event, len(world.mail()), world.model_calls()))
 
     def start(self):
-        run = self.engine().start(self.workflow, self.world_folder, self.post, run_id=self.run_id)
+        action = "at start()"
+        run = self.engine(action).start(self.workflow, self.world_folder, self.post,
+                                        run_id=self.run_id)
+        self._note(action, ("end",))
         if run.error and "NotImplementedError" in run.error:
             raise NotAttempted("publish_post still raises NotImplementedError")
         if run.status == "failed":
@@ -62,12 +111,15 @@ class Desk:
     def later(self, seconds):
         """Move the clock, then do what a scheduler does: recover() what is due."""
         self.clock.advance(seconds)
-        engine = self.engine()
+        action = f"when the clock reached {_after_start(self.clock())} and the run was recovered"
+        engine = self.engine(action)
         engine.recover()
+        self._note(action, ("end",))
         return engine.get(self.run_id)
 
     def decide(self, approved, by):
-        engine = self.engine()
+        action = f"when {by}'s {'approval' if approved else 'rejection'} arrived"
+        engine = self.engine(action)
         before = engine.get(self.run_id)
         if before.status != "waiting":
             ended = f"{before.status}: {before.error}" if before.error else \
@@ -76,49 +128,145 @@ class Desk:
                        f"({ended}) instead of waiting for it", _error_hint(before))
         engine.signal(self.run_id, "approval", {"approved": approved, "by": by})
         engine.recover()
+        self._note(action, ("end",))
         return engine.get(self.run_id)
 
+    # what the world and the run recorded ----------------------------------------------------
     def mail(self):
         mailer = Ledgers(self.world_folder)
-        return {"editor": len(mailer.mail(EDITOR)), "manager": len(mailer.mail(MANAGER)),
-                "author": len(mailer.mail(AUTHOR)), "published": len(mailer.mail(READERS))}
+        return {kind: len(mailer.mail(to)) for kind, to in ADDRESSES.items()}
 
+    def _reader(self):
+        return Engine(SQLiteStore(os.path.join(self.folder, "runs.db")), self.clock,
+                      ids=SequentialIds("id"), seed=0, worker="reader")
+
+    def steps(self):
+        return step_names(self._reader(), self.run_id)
+
+    def history(self):
+        return [row for row in self._reader().history(self.run_id) if row["kind"] == "step"]
+
+    def origin(self, ledger, index, message_id=None):
+        """Where entry `index` (from 0) of the mail or model ledger came from, in words, and
+        whether it came from outside any step: (words, outside). The entry appeared between
+        two moments of the timeline; if the later one is a step the engine executed, the
+        entry came from that step's function (certainly, if the step recorded that very
+        message) or from the orchestration just before it; otherwise no step was running."""
+        for seen in self.seen:
+            if getattr(seen, ledger) > index:
+                break
+        else:
+            return "at a moment the check did not see", False
+        steps = {row["step"]: row for row in self.history()}
+        if seen.event[0] == "step" and seen.event[2] == "executed" and seen.event[1] in steps:
+            label = seen.event[1]
+            recorded = steps[label]["result"]
+            if message_id is not None and isinstance(recorded, dict) and \
+                    recorded.get("message_id") == message_id:
+                return f"from step {label!r}, {seen.action}", False
+            return f"while step {label!r} ran, or just before it, {seen.action}", False
+        return f"{seen.action}, while no step was running (the workflow replayed)", True
+
+    # judgements ------------------------------------------------------------------------------
     def expect_one_draft(self, when):
         """One draft per post, and a published post carries that draft's text."""
         world = Ledgers(self.world_folder)
         calls = world.model_calls()
-        if calls != 1:
-            raise Fail(f"{when}, the model was called {calls} times; expected once (one "
-                       "draft per post)" if calls else
-                       f"{when}, the model was never called: no draft was written",
-                       "write the draft in a step (ctx.step(\"draft\", write_draft, ...)): "
-                       "outside a step it is written again on every replay, after every wait,"
-                       " and the post published is not the draft the editor was asked to review")
+        if calls == 0:
+            raise Fail(f"{when}, the model was never called: no draft was written",
+                       "the task's first point: the model writes the draft (write_draft), in "
+                       "the step the task names")
+        if calls > 1:
+            raise self._extra_drafts(when, calls)
         draft = world.model_answers()[0]
         for message in world.mail(READERS):
             if draft[:40] not in message["subject"]:
                 raise Fail(f"{when}, the post went out as {message['subject']!r}, which is not "
                            f"the draft the model wrote before the editor was asked "
                            f"({draft[:40]!r}...)",
-                           "publish the text of the draft step's result: draft[\"text\"]")
+                           "publish the text of the draft the run recorded before asking the "
+                           "editor")
+
+    def _extra_drafts(self, when, calls):
+        origins = [self.origin("model", i) for i in range(1, calls)]
+        said = "; ".join(f"call {i} came {words}" for i, (words, _) in enumerate(origins, start=2))
+        message = (f"{when}, the model was called {calls} times; expected once (one draft per "
+                   f"post): {said}")
+        drafted = "draft" in self.steps()
+        if any(outside for _, outside in origins):
+            return Fail(message, "a draft written outside a step is written again on every "
+                                 "replay (after every wait), and the post published is not the "
+                                 "one the editor was asked to review: write it in a step")
+        if drafted:
+            return Fail(message + ", after the 'draft' step had recorded the first draft",
+                        "the draft recorded by the 'draft' step is the one the editor was asked "
+                        "to review: publish that text, and write no second draft in any step")
+        return Fail(message, "the task's first point: one step, named 'draft', writes the draft")
 
     def expect_waiting(self, run, deadline, mail, when):
         """The run waits for 'approval' until `deadline`, and the mail sent so far is `mail`."""
         _waiting(run, when, deadline)
-        _mail(self, mail, when)
+        self.expect_mail(mail, when)
 
     def expect_ending(self, run, result, mail, when):
         """The run completed with `result`, the mail sent is `mail`, and one draft was written."""
         _expect(run, result, when)
-        _mail(self, mail, when)
+        self.expect_mail(mail, when)
         self.expect_one_draft(when)
+
+    def expect_mail(self, want, when):
+        got = self.mail()
+        if got == want:
+            return
+        message, hint = f"{when}, the mail sent was {got}; expected {want}", ""
+        extra = [kind for kind in want if got[kind] > want[kind]]
+        missing = [kind for kind in want if got[kind] < want[kind]]
+        if extra:
+            kind = extra[0]
+            sent = Ledgers(self.world_folder).mail()
+            ours = [i for i, m in enumerate(sent) if m["to"] == ADDRESSES[kind]]
+            index = ours[want[kind]]                       # the first one too many
+            words, outside = self.origin("mail", index, sent[index]["message_id"])
+            message += f". The extra mail to the {_whom(kind)} went out {words}"
+            if outside:
+                hint = ("an email sent outside a step is sent again each time the workflow "
+                        "replays (after every wait): send each one from a step")
+            else:
+                hint = (f"that mail came from a step, so a replay does not repeat it, but this "
+                        f"path should not send it: here the task sends the {_whom(kind)} "
+                        f"{want[kind]} mail(s). Follow this path through the task's points 2 "
+                        "to 5 and see which of your steps run on it")
+        elif missing:
+            kind = missing[0]
+            steps = self.steps()
+            if SENDER[kind] in steps:
+                message += (f". Step {SENDER[kind]!r} is recorded, but no mail reached the "
+                            f"{_whom(kind)}")
+                hint = f"look at whom step {SENDER[kind]!r} writes to"
+            else:
+                message += f". The run recorded the steps {steps}"
+                hint = (f"on this path the task mails the {_whom(kind)}, in a step named "
+                        f"{SENDER[kind]!r}")
+        raise Fail(message, hint)
+
+    def expect_steps(self, want, when):
+        """The task's step names, in the order this path takes them (other steps allowed)."""
+        steps = self.steps()
+        named = [name for name in steps if name in TASK_STEPS]
+        if named != want:
+            raise Fail(f"{when}, the run recorded the steps {steps}; on this path the task's "
+                       f"steps are {want}, in that order")
+
+
+def _whom(kind) -> str:
+    return "readers (the post)" if kind == "published" else kind
 
 
 def _error_hint(run) -> str:
     """A hint for the commonest way a waiting workflow fails."""
     if run.status == "failed" and run.error and "NoneType" in run.error:
-        return ("wait_for_signal returns None when its deadline passes: check "
-                "`if decision is None:` before reading decision[...]")
+        return ("wait_for_signal returns None when its deadline passes: check for None "
+                "before reading the decision")
     return ""
 
 
@@ -130,16 +278,6 @@ def _expect(run, result, when):
                    _error_hint(run))
     if run.result != result:
         raise Fail(f"{when}, the run returned {run.result!r}; expected {result!r}")
-
-
-def _mail(desk, want, when):
-    got = desk.mail()
-    if got != want:
-        hint = ""
-        if any(got[k] > want[k] for k in want):
-            hint = ("an email sent outside a step is sent again each time the workflow replays "
-                    "(after every wait): send each one with ctx.step(...)")
-        raise Fail(f"{when}, the mail sent was {got}; expected {want}", hint)
 
 
 def _after_start(at) -> str:
@@ -156,14 +294,14 @@ def _waiting(run, when, deadline):
     if run.wake_at != deadline:
         raise Fail(f"{when}, the run waits until {_after_start(run.wake_at)} after it started; "
                    f"expected {_after_start(deadline)}",
-                   "the timeout is in seconds, counted from when the wait begins: "
-                   "ctx.wait_for_signal(\"approval\", timeout=1 * DAY) for each of the two waits")
+                   "the timeout is in seconds, counted from when the wait begins: one day "
+                   "(DAY) for each of the two waits")
 
 
 @q1.test("start() returns at once: the draft is written, the editor is asked, the run waits "
          "for 'approval' for one day",
-         hint="write the draft and ask the editor in steps, then "
-              "ctx.wait_for_signal(\"approval\", timeout=1 * DAY)")
+         hint="points 1 and 2 of the task: two steps, then a wait for the signal 'approval' "
+              "whose timeout is one day")
 def _(publish_post, draw):
     with scratch("ex07") as folder:
         desk = Desk(folder, publish_post, draw)
@@ -176,8 +314,7 @@ def _(publish_post, draw):
 
 @q1.test("the editor approves within the day: the draft the editor was asked about is "
          "published once, by the editor",
-         hint='an approval {"approved": True, "by": ...} publishes and returns '
-              '{"post": post_id, "outcome": "published", "by": decision["by"]}')
+         hint="an approval publishes, and the result names who approved (point 5 of the task)")
 def _(publish_post, draw):
     with scratch("ex07") as folder:
         desk = Desk(folder, publish_post, draw)
@@ -191,7 +328,8 @@ def _(publish_post, draw):
 
 
 @q1.test("the editor rejects: nothing is published and the author is told",
-         hint='a rejection tells the author and returns {"post": ..., "outcome": "rejected", "by": ...}')
+         hint="a rejection tells the author, publishes nothing, and the result names who "
+              "rejected (point 5 of the task)")
 def _(publish_post, draw):
     with scratch("ex07") as folder:
         desk = Desk(folder, publish_post, draw)
@@ -205,8 +343,8 @@ def _(publish_post, draw):
 
 @q1.test("no answer for a day: the manager is asked and the run waits one more day "
          "(and not a second before the deadline)",
-         hint="wait_for_signal returns None when its deadline passes: then notify the manager "
-              "in a step and wait for 'approval' again, for one more day")
+         hint="wait_for_signal returns None when its deadline passes: then the manager is "
+              "told and the run waits for 'approval' again, for one more day (point 3)")
 def _(publish_post, draw):
     with scratch("ex07") as folder:
         desk = Desk(folder, publish_post, draw)
@@ -253,8 +391,8 @@ def _(publish_post, draw):
 
 @q1.test("nobody answers for two days: a safe default — nothing published, the author told, "
          "outcome 'expired'",
-         hint='when the second wait also returns None, tell the author and return '
-              '{"post": post_id, "outcome": "expired"}')
+         hint="when the second wait also ends without a decision, the safe default of point 4 "
+              "applies")
 def _(publish_post, draw):
     with scratch("ex07") as folder:
         desk = Desk(folder, publish_post, draw)
@@ -264,3 +402,31 @@ def _(publish_post, draw):
         when = "after two days without an answer"
         desk.expect_ending(run, {"post": desk.post, "outcome": "expired"},
                            {"editor": 1, "manager": 1, "author": 1, "published": 0}, when)
+
+
+# path -> (how long nobody answers, in days; who then decides, or None; approved?; the
+# task's steps that path takes, in order)
+PATHS = {
+    "the editor approves": (0, "editor", True, ["draft", "ask-editor", "publish"]),
+    "the editor rejects": (0, "editor", False, ["draft", "ask-editor", "tell-author"]),
+    "the manager approves": (1, "manager", True, ["draft", "ask-editor", "escalate", "publish"]),
+    "the manager rejects": (1, "manager", False, ["draft", "ask-editor", "escalate", "tell-author"]),
+    "nobody answers": (2, None, None, ["draft", "ask-editor", "escalate", "tell-author"]),
+}
+
+
+@q1.test("on every path the steps are recorded under the names the task gives",
+         hint="keep the task's step names (draft, ask-editor, escalate, tell-author, publish): "
+              "they name the run's history, and a later version of the workflow must find them "
+              "there to resume the runs that are still waiting")
+def _(publish_post, draw):
+    for path, (days, who, approved, want) in PATHS.items():
+        with scratch("ex07") as folder:
+            desk = Desk(folder, publish_post, draw)
+            desk.start()
+            for _ in range(days):
+                desk.later(DAY)
+            if who is not None:
+                desk.clock.advance(draw.randint(1, 23) * HOUR)
+                desk.decide(approved, desk.editor if who == "editor" else desk.manager)
+            desk.expect_steps(want, f"when {path}")
