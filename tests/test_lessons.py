@@ -11,6 +11,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from durable_lite.lab.workspace import originals
+
 ROOT = Path(__file__).resolve().parent.parent
 LESSONS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 EXERCISES = sorted((ROOT / "exercises").glob("*.ipynb"))
@@ -89,13 +91,18 @@ def test_every_lesson_fits_a_sitting(path):
 
 
 # links -------------------------------------------------------------------------------------
+# What a file in my_work/ is a copy of: `make lab` copies the exercises and the crash
+# playground there (durable_lite.lab.workspace.originals).
+COPIED = {source.name: source for source in originals(ROOT)}
+
+
 def resolve(path, target):
-    """Where a link leads. Exercises live in my_work/ on a learner's machine: `make lab`
-    copies exercises/ there, so a my_work link must name a file in exercises/."""
+    """Where a link leads. A link into my_work/ leads to the learner's copy, which `make lab`
+    makes from a file of the course: that file must exist."""
     target = target.split("#")[0]
     resolved = (path.parent / target).resolve()
     if resolved.parent == (ROOT / "my_work").resolve():
-        return ROOT / "exercises" / resolved.name
+        return COPIED.get(resolved.name, resolved)
     if path.parent.name == "exercises" and resolved.parent == path.parent.resolve():
         return ROOT / "exercises" / resolved.name      # a sibling exercise, in my_work too
     return resolved
