@@ -12,14 +12,14 @@ PORT    ?=
 
 .PHONY: lab test bench exercises grade report notebooks lock clean
 
-# The first install takes minutes (README: "Two commands"), so pip shows its progress,
-# one package after another, instead of a silent wait.
+# The first install takes minutes (README: "Two commands"), so it shows its progress: pip's
+# line per package, then, while pip unpacks them all without a word, how many are in place.
 $(STAMP): pyproject.toml constraints.txt
 	@$(PYTHON) -c pass || { echo "make: cannot run PYTHON=$(PYTHON). Name a Python 3.10+ by its path, for example PYTHON=/usr/bin/python3.12, or with pyenv PYTHON=\"\$$(pyenv prefix 3.12.1)/bin/python\" (README: Which Python)"; exit 1; }
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 10), "durable-lite needs Python 3.10 or newer"'
 	@echo "Installing the course into $(VENV) with $$($(PYTHON) -c 'import sys; print(sys.executable, sys.version.split()[0])'): the first time takes a few minutes; pip lists each package as it goes."
 	$(PYTHON) -m venv $(VENV)
-	$(INSTALL) -e '.[test]'
+	$(BIN)/python tests/tools/install_progress.py $(INSTALL) -e '.[test]'
 	@touch $(STAMP)
 
 # Copies the exercises and the crash playground you do not have yet into my_work/ (never
