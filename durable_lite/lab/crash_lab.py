@@ -459,6 +459,7 @@ _CSS = """<style>
 .dl-crash-lab .dl-mode .widget-toggle-button.mod-active {
   background: #1f4e99 !important; color: #fff !important; font-weight: bold; box-shadow: none; }
 .dl-crash-lab .dl-mode .widget-toggle-button:not(.mod-active) { background: #f2f4f6; color: #444; }
+.dl-crash-lab .dl-mode .widget-toggle-button i.fa { margin-left: 0.45em; }
 .dl-crash-lab button.jupyter-button:disabled {
   opacity: 0.35 !important; text-decoration: line-through; cursor: not-allowed; }
 </style>"""

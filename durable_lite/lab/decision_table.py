@@ -205,8 +205,8 @@ class DecisionTable:
         self.marks = {}              # ✓ or ✗ beside each cell after a check
         self.verdicts = {}
         cells = [w.HTML("<b>workload</b>")]
-        for r in REASONS:
-            cells += [w.HTML(f"<b>{QUESTIONS[r]}</b>"), w.HTML()]
+        for r in REASONS:                   # a header as narrow as its toggle: one word a line
+            cells += [w.HTML(f"<b>{'<br>'.join(html.escape(QUESTIONS[r]).split())}</b>"), w.HTML()]
         cells.append(w.HTML("<b>your verdict</b>"))
         for workload in m.workloads:
             cells.append(w.HTML(f"<span title='{html.escape(workload.about, quote=True)}'>"
