@@ -22,9 +22,13 @@ point it elsewhere. A path is read-only when it, or a folder above it, matches.
 import fnmatch
 import posixpath
 
-from jupyter_server.services.contents.largefilemanager import AsyncLargeFileManager
-from tornado.web import HTTPError
-from traitlets import List, Unicode
+try:        # this module exists to be loaded by JupyterLab's server, so it needs one
+    from jupyter_server.services.contents.largefilemanager import AsyncLargeFileManager
+    from tornado.web import HTTPError
+    from traitlets import List, Unicode
+except ImportError as missing:
+    raise ImportError("durable_lite.lab.contents is JupyterLab's file manager for the course and "
+                      "needs JupyterLab: pip install 'durable-lite[lab]'") from missing
 
 READ_ONLY = ["notebooks", "notebooks/*"]
 
