@@ -350,3 +350,32 @@ def check_agenda(readme: str):
     assert sorted(every) == sorted(lessons), f"lessons in the agenda: {every}"
     assert sorted(w for group in practised for w in group) == sorted(exercises)
     assert taught == sorted(taught), "the lessons are taught in their order"
+
+
+def test_no_committed_lesson_spoils_the_decision_table_by_printing_its_key():
+    """Lesson 13's quiz: the key shows inside the widget after Check, never in a saved
+    output a learner scrolls past (a committed output holds no verdict)."""
+    from durable_lite import costs
+    for path in LESSONS:
+        nb = read(path)
+        if not any("DecisionTable(" in c.source for c in nb.cells if c.cell_type == "code"):
+            continue
+        outputs = repr([c.get("outputs", []) for c in nb.cells])
+        for verdict in (costs.DURABLE, costs.RETRY):
+            assert verdict not in outputs, f"{path.name} prints the key ({verdict!r}) in its outputs"
+        break
+    else:
+        pytest.fail("no lesson shows the decision table")
+
+
+@pytest.mark.parametrize("path", LESSONS + sorted((ROOT / "notebooks").glob("crash_*.ipynb")),
+                         ids=ids(LESSONS + sorted((ROOT / "notebooks").glob("crash_*.ipynb"))))
+def test_a_cell_that_fails_on_purpose_is_announced_by_the_text_above_it(path):
+    """Lesson 00 promises: "When a cell is meant to fail, the text above it says so"."""
+    cells = read(path).cells
+    for index, cell in enumerate(cells):
+        if cell.cell_type == "code" and "raises-exception" in cell.metadata.get("tags", []):
+            above = next((c.source for c in reversed(cells[:index]) if c.cell_type == "markdown"), "")
+            last = above.strip().split("\n\n")[-1]
+            assert re.search(r"on purpose|refuses|fails|raises|an error", last), \
+                f"{path.name}, cell {index} fails on purpose but the text above it does not say so: {last!r}"
