@@ -137,6 +137,12 @@ def test_run_all_save_and_reopen_leave_the_lesson_as_shipped_and_its_widgets_liv
     click_me(notebook)
     page = notebook.page
     expect(page.locator(".jp-NotebookPanel-toolbar")).to_contain_text("notebook is read-only")
+    news = page.evaluate("""async () => {
+        const s = await window.jupyterapp.serviceManager.settings.fetch(
+            '@jupyterlab/apputils-extension:notification');
+        const mine = (s.settings || {}).fetchNews;        // the learner's own, if any
+        return mine === undefined ? s.schema.properties.fetchNews.default : mine; }""")
+    assert news == "false", f"JupyterLab would ask about its news (fetchNews={news!r})"
 
     page.keyboard.press("Control+s")                     # what every learner does
     expect(page.get_by_text(re.compile(r'is read-only\. Use "Save as…" instead'))).to_be_visible()
