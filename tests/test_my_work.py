@@ -8,7 +8,6 @@ of the course in a temporary folder, never on a real my_work/.
 """
 
 import hashlib
-import os
 import shlex
 import shutil
 import subprocess
