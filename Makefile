@@ -6,20 +6,25 @@ PYTHON  ?= python3
 VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed-test
-INSTALL := $(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt
+INSTALL := $(BIN)/python -m pip install --disable-pip-version-check --progress-bar on -c constraints.txt
 MY_WORK := my_work
 PORT    ?=
 
 .PHONY: lab test bench exercises grade report notebooks lock clean
 
+# The first install takes minutes (README: "Two commands"), so it shows its progress: pip's
+# line per package, then, while pip unpacks them all without a word, how many are in place.
 $(STAMP): pyproject.toml constraints.txt
+	@$(PYTHON) -c pass || { echo "make: cannot run PYTHON=$(PYTHON). Name a Python 3.10+ by its path, for example PYTHON=/usr/bin/python3.12, or with pyenv PYTHON=\"\$$(pyenv prefix 3.12.1)/bin/python\" (README: Which Python)"; exit 1; }
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 10), "durable-lite needs Python 3.10 or newer"'
+	@echo "Installing the course into $(VENV) with $$($(PYTHON) -c 'import sys; print(sys.executable, sys.version.split()[0])'): the first time takes a few minutes; pip lists each package as it goes."
 	$(PYTHON) -m venv $(VENV)
-	$(INSTALL) -e '.[test]'
+	$(BIN)/python tests/tools/install_progress.py $(INSTALL) -e '.[test]'
 	@touch $(STAMP)
 
-# Copies the exercises you do not have yet into my_work/ (never overwriting yours), starts
-# JupyterLab on 127.0.0.1 with a fresh token, waits until it answers, then prints the URL.
+# Copies the exercises and the crash playground you do not have yet into my_work/ (never
+# overwriting yours), starts JupyterLab on 127.0.0.1 with a fresh token and the lessons in
+# notebooks/ read-only, waits until it answers, then prints the URL.
 lab: $(STAMP)
 	@$(BIN)/python -m durable_lite.lab.launch --my-work $(MY_WORK) --log $(VENV)/jupyterlab.log $(if $(PORT),--port $(PORT))
 

@@ -19,6 +19,13 @@ from durable_lite.lab.crash_lab import (AFTER_CHECKPOINT, AFTER_EFFECT, CHECKPOI
 ORDER = list(REFUND_STEPS)
 
 
+def shown_counts(lab) -> dict:
+    """The counters as the panel shows them: {label: number}."""
+    import re
+    pairs = re.findall(r">(\d+)</div><div class='dl-count-label'[^>]*>([^<]+)<", lab.counters.value)
+    return {label: int(n) for n, label in pairs}
+
+
 def effect_done(crash, step):
     """Had `step`'s side effect happened when the crash landed?"""
     crashed_step, _ = crash
@@ -70,7 +77,7 @@ def test_every_mode_and_crash_point_through_the_widget(lab, mode, crash):
     c = lab.model.counters
     assert (c["refunds"], c["emails"], c["tickets_closed"]) == expected(mode, crash)
     # the panel shows the same numbers the model holds
-    assert f">{c['refunds']}</div><div style='font-size:0.85em'>refunds paid" in lab.counters.value
+    assert shown_counts(lab)["refunds paid"] == c["refunds"]
 
 
 @pytest.mark.parametrize("crash", [c for c in CRASH_CHOICES if c is not None], ids=crash_key)
@@ -168,9 +175,10 @@ def test_a_learners_workflow_in_the_widget_with_a_ledger_of_its_own():
     lab = CrashLab(wfs.sms_refund, "A-17", 40)
     assert list(lab.mode.options) == [NAIVE, CHECKPOINTED]
     labels = [label for label, _ in lab.crash.options]
-    assert labels == ["no crash", "lookup: after the effect, before the checkpoint",
-                      "between lookup and refund", "refund: after the effect, before the checkpoint",
-                      "between refund and sms", "sms: after the effect, before the checkpoint",
+    assert labels == ["no crash", "before lookup", "lookup: after the effect, before the checkpoint",
+                      "between lookup and refund", "before refund",
+                      "refund: after the effect, before the checkpoint",
+                      "between refund and sms", "before sms", "sms: after the effect, before the checkpoint",
                       "after sms, before the run ends"]
     assert lab.model.crash is None and repr(lab) == "CrashLab('sweep-sms', mode='naive', crash='no crash')"
 
@@ -181,7 +189,7 @@ def test_a_learners_workflow_in_the_widget_with_a_ledger_of_its_own():
     lab.resume_button.click()
     assert lab.model.status == "completed"
     assert lab.model.counters == {"refunds": 1, "sms": 2, "executed": 4, "replayed": 2, "attempts": 2}
-    assert ">2</div><div style='font-size:0.85em'>sms" in lab.counters.value
+    assert shown_counts(lab)["sms"] == 2
     assert "+1 vs no crash (1): done twice" in lab.counters.value         # the bar says it in numbers
 
     lab.mode.value = NAIVE
@@ -190,6 +198,20 @@ def test_a_learners_workflow_in_the_widget_with_a_ledger_of_its_own():
     lab.resume_button.click()
     assert lab.model.counters["refunds"] == 1                 # the honest provider and a key
     assert lab.model.counters["sms"] == 1 and lab.model.counters["executed"] == 5
+
+
+def test_a_learners_menu_is_every_point_the_sweep_crashes_in_its_order():
+    """The crash playground: "its crash menu is the list of points the sweep found"."""
+    from durable_lite.faults import sweep
+    model = CrashLabModel(workflow=wfs.sms_refund, args=("A-17", 40))
+    found = [(r["step"], r["when"]) for r in sweep(wfs.sms_refund, "A-17", 40).rows]
+    assert list(model.crash_choices) == [None, *found]
+    for mode in model.modes:                      # a crash before a step, in every mode
+        model.reset(mode, ("refund", "before_step"))
+        model.play()
+        assert model.status == "completed" and model.attempt == 2
+        assert model.counters["refunds"] == 1 and model.counters["sms"] == 1
+        assert "CRASH (before refund)" in model.log_text()
 
 
 def test_a_workflow_that_waits_is_answered_in_the_lab_and_has_no_naive_mode():
@@ -266,6 +288,33 @@ def test_the_selected_mode_and_disabled_buttons_stand_out(lab):
     assert not lab.resume_button.disabled and lab.resume_button.button_style == "warning"
     css = lab.panel.children[0].value
     assert ".mod-active" in css and ":disabled" in css and "dl-crash-lab" in lab.panel._dom_classes
+
+
+def test_mode_buttons_are_wide_enough_for_their_labels_and_the_check_mark(lab):
+    """"checkpointed + key" was cut to "checkpointed + ke…", its check mark hidden."""
+    from durable_lite.lab.crash_lab import _mode_width
+    width = float(lab.mode.style.button_width.removesuffix("em"))
+    assert lab.mode.style.button_width == _mode_width(lab.model.modes)
+    assert width >= 0.62 * len(WITH_KEY) + 3                   # bold text, icon and padding
+    assert lab.mode.layout.flex_flow == "row wrap"              # a narrow window wraps, never cuts
+    two = CrashLab(wfs.sms_refund, "A-17", 40)
+    assert float(two.mode.style.button_width.removesuffix("em")) < width   # sized by its labels
+
+
+def test_the_result_beside_each_bar_is_full_size_and_coloured_by_meaning():
+    """It was 10 px grey: now as large as the panel's text, red for done twice."""
+    import re
+    lab = CrashLab(mode=CHECKPOINTED, crash=("refund", AFTER_EFFECT))
+    lab.run_button.click()
+    notes = re.findall(r"<div class='dl-versus' style='([^']*)'>([^<]*)<", lab.counters.value)
+    assert notes and all("font-size" not in style for style, _ in notes)
+    assert all(text.startswith("so far") for _, text in notes)      # before it has finished
+    lab.resume_button.click()
+    notes = dict((text, style) for style, text in
+                 re.findall(r"<div class='dl-versus' style='([^']*)'>([^<]*)<", lab.counters.value))
+    assert "color:#c0392b; font-weight:bold" in notes["+1 vs no crash (1): done twice"]
+    assert notes["as with no crash"] == "margin-left:0.6em; color:#222"
+    assert "font-size:0.8em" not in lab.counters.value
 
 
 @pytest.mark.parametrize("crash", [c for c in CRASH_CHOICES if c is not None and c[0] == "refund"])

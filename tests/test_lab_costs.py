@@ -120,6 +120,26 @@ def test_plot_break_even_draws_one_line_per_kind_and_checkpoint(plt):
     assert any("model call" in label and "checkpoint a" in label for label in labels)
 
 
+def test_the_break_even_map_is_shaded_in_bands_that_do_not_overlap_each_named_inside(plt):
+    """One band per set of kinds that pay, between consecutive solid lines: a point of the
+    map lies in exactly one band, and the band's label says whose it is."""
+    import numpy as np
+    ax = break_even.plot_break_even({"a": 23e-6, "b": 2e-3}, mark_rate=0.1)
+    bands = ax.collections
+    assert len(bands) == len(break_even.STEP_KINDS)           # the first checkpoint's bands
+    texts = [t.get_text() for t in ax.texts]
+    assert "pays for model calls only" in texts and "pays for every kind" in texts
+    assert break_even.band_labels()[2] == "pays for model calls and tool calls"
+    # (crash rate, steps) -> the band it lies in: None left of every line (ceremony)
+    for point, band_index in [((1e-5, 10), None), ((1e-3, 100), 0), ((10.0, 1000), 1),
+                              ((5000.0, 5000), 2)]:
+        inside = [i for i, band in enumerate(bands) if band.get_paths()[0].contains_point(point)]
+        assert inside == ([] if band_index is None else [band_index]), (point, inside)
+    for band, kind in zip(bands, break_even.STEP_KINDS):
+        assert np.allclose(band.get_facecolor()[0][:3],
+                           __import__("matplotlib.colors").colors.to_rgb(kind.colour))
+
+
 # the decision table: model ------------------------------------------------------------------
 KEY = {w.name: costs.reasons(w) for w in costs.EXAMPLES}
 
@@ -196,17 +216,61 @@ def test_widget_check_colours_cells_and_says_why(table):
         toggle.value = KEY[workload][reason]
     table.toggles["nightly research report", "long"].value = False        # one mistake
     table.check_button.click()
-    assert table.toggles["nightly research report", "long"].button_style == "danger"
-    assert table.toggles["refund", "irreversible"].button_style == "success"
+    assert table.state("nightly research report", "long") == decision_table.WRONG
+    assert table.state("refund", "irreversible") == decision_table.RIGHT
     assert "✗" in table.marks["nightly research report", "long"].value
     assert "✓" in table.marks["refund", "irreversible"].value
     assert "14 of 15 cells right" in table.status.value
     assert "nightly research report" in table.why.value and "500.5 s" in table.why.value
     table.toggles["nightly research report", "long"].value = True
-    assert table.toggles["refund", "irreversible"].button_style == ""     # stale: uncoloured
+    assert table.state("refund", "irreversible") is None                  # stale: uncoloured
     assert table.marks["refund", "irreversible"].value == ""
     table.check_button.click()
     assert table.status.value == "all 15 cells right" and table.why.value == ""
+    assert {table.state(*cell) for cell in table.toggles} == {decision_table.RIGHT}
+
+
+def test_widget_colours_by_class_never_by_button_style(table):
+    """ipywidgets 8 redraws ToggleButtons with the previous button_style whenever another of
+    its traits changes: colours set that way showed each Check one change late."""
+    for toggle in table.toggles.values():
+        toggle.value = True
+    table.check_button.click()
+    assert all(t.button_style == "" for t in table.toggles.values())
+    assert all("dl-answer" in t._dom_classes for t in table.toggles.values())
+    assert all(sum(c in t._dom_classes for c in (decision_table.RIGHT, decision_table.WRONG)) == 1
+               for t in table.toggles.values())
+
+
+def test_widget_shows_the_key_only_after_a_check(table):
+    assert table.key.value == ""                                           # nothing to spoil
+    table.toggles["refund", "long"].value = True
+    assert table.key.value == ""
+    table.check_button.click()
+    for workload in costs.EXAMPLES:
+        assert workload.name in table.key.value
+    assert "retry from the top" in table.key.value and "The key" in table.key.value
+    table.toggles["refund", "long"].value = False                          # a new answer: check again
+    assert table.key.value == ""
+
+
+def test_the_key_says_what_the_answer_key_table_says():
+    import re
+    html_key = decision_table.key_html()
+    frame = decision_table.answer_key()
+    rows = re.findall(r"<tr>(.*?)</tr>", html_key)[1:]
+    cells = [re.findall(r"<td>(.*?)</td>", row) for row in rows]
+    assert [[c[0], *c[1:]] for c in cells] == [[name, *frame.loc[name]] for name in frame.index]
+
+
+def test_widget_lays_the_table_out_on_one_grid(table):
+    """Toggles and marks in fixed columns, so they cannot wrap or drift in a narrow window."""
+    assert table.grid.layout.grid_template_columns == decision_table._COLUMNS
+    per_row = 2 + 2 * len(costs.REASONS)            # workload, (answer, mark) per reason, verdict
+    assert decision_table._COLUMNS.count("max-content") == len(costs.REASONS)
+    assert len(table.grid.children) == per_row * (1 + len(costs.EXAMPLES))
+    assert table.grid.children[per_row + 1] is table.toggles[costs.EXAMPLES[0].name, costs.REASONS[0]]
+    assert all(t.layout.width == "max-content" for t in table.toggles.values())
 
 
 def test_widget_shows_a_callback_error_instead_of_losing_it(table, monkeypatch):

@@ -167,9 +167,9 @@ def test_a_decision_that_becomes_late_on_its_way_is_reported_as_late(setup, monk
     assert "too late to reject" in model.decisions[-1].text()
 
 
-def test_a_row_whose_run_escalated_says_so_and_disappears(setup):
-    """Run All in lesson 07: an inbox drawn before recover() escalated a run keeps its row;
-    a click on it sends nothing, says why, and redraws the list (no silent error)."""
+def test_a_row_whose_run_escalated_says_so_and_is_shown_decided(setup):
+    """An inbox drawn before recover() escalated a run keeps its row; a click on it sends
+    nothing, says why, and redraws the row as decided (no silent error)."""
     engine, clock, _ = setup
     inbox = ApprovalInbox(engine, reviewer="ana")
     clock.advance(2 * DAY)
@@ -183,6 +183,7 @@ def test_a_row_whose_run_escalated_says_so_and_disappears(setup):
     text = _log_lines(inbox)[-1]
     assert "no longer waiting" in text and "escalated" in text and "was not sent" in text
     assert inbox.rows == [] and "0 runs waiting" in inbox.header.value
+    assert all("decided:" in row.label.value for row in inbox.decided) and len(inbox.decided) == 3
 
 
 def test_a_row_decided_by_another_inbox_says_so(setup):
@@ -298,3 +299,87 @@ def test_the_inbox_names_its_parts_with_stable_css_classes(setup):
     for row in inbox.rows:
         assert "dl-inbox-row" in row.box._dom_classes
         assert "dl-approve" in row.approve._dom_classes and "dl-reject" in row.reject._dom_classes
+
+
+# decided elsewhere: the row says so instead of offering buttons -----------------------------
+def test_a_run_decided_by_code_shows_as_decided_with_no_buttons(setup):
+    """Lesson 07 after Run All: later cells decide runs an inbox further up still showed."""
+    engine, clock, _ = setup
+    inbox = ApprovalInbox(engine, reviewer="ana")
+    engine.signal("expense-chair", "approval", {"approved": False, "by": "bo"})
+    engine.recover()
+    clock.advance(2 * DAY)
+    engine.recover()                                          # the desk and the laptop escalate
+    inbox.refresh()
+    assert inbox.rows == [] and len(inbox.decided) == 3
+    assert [row.run_id for row in inbox.decided] == ["expense-laptop", "expense-chair", "expense-desk"]
+    assert len(inbox.list.children) == 3                      # the rows stay where they were
+    chair = next(row for row in inbox.decided if row.run_id == "expense-chair")
+    assert "decided:" in chair.label.value
+    assert "rejected by bo → run completed (rejected)" in chair.label.value
+    desk = next(row for row in inbox.decided if row.run_id == "expense-desk")
+    assert "nobody answered before the deadline → run completed (escalated)" in desk.label.value
+    for row in inbox.decided:
+        assert row.approve.disabled and row.reject.disabled
+        assert row.approve.layout.display == "none" and "dl-inbox-decided" in row.box._dom_classes
+    with pytest.raises(KeyError):
+        inbox.buttons("expense-chair")
+    assert "0 runs waiting" in inbox.header.value
+
+
+def test_a_click_decides_its_row_in_place(setup):
+    engine, _, _ = setup
+    inbox = ApprovalInbox(engine, reviewer="ana")
+    inbox.buttons("expense-desk")[0].click()
+    assert [row.run_id for row in inbox.rows] == ["expense-laptop", "expense-chair"]
+    (desk,) = inbox.decided
+    assert "approved by ana → run completed (paid)" in desk.label.value
+    assert inbox.list.children[2] is desk.box                 # still third, now decided
+
+
+@pytest.fixture
+def shell():
+    """A real IPython shell, as in a notebook's kernel, for the after-each-cell hook."""
+    pytest.importorskip("IPython")
+    from IPython.core.interactiveshell import InteractiveShell
+    shell = InteractiveShell.instance()
+    yield shell
+    InteractiveShell.clear_instance()
+
+
+def test_in_a_notebook_every_cell_refreshes_the_inbox(setup, shell):
+    engine, clock, _ = setup
+    shell.user_ns.update(engine=engine, ApprovalInbox=ApprovalInbox)
+    shell.run_cell("inbox = ApprovalInbox(engine, reviewer='ana')")
+    inbox = shell.user_ns["inbox"]
+    assert len(inbox.rows) == 3
+    shell.run_cell("engine.signal('expense-laptop', 'approval', {'approved': True, 'by': 'bo'})\n"
+                   "engine.recover()")                        # a later cell, not a click
+    assert [row.run_id for row in inbox.rows] == ["expense-chair", "expense-desk"]
+    assert "approved by bo → run completed (paid)" in inbox.decided[0].label.value
+
+
+def test_a_closed_inbox_stops_offering_and_reading(setup, shell):
+    engine, _, path = setup
+    shell.user_ns.update(engine=engine, ApprovalInbox=ApprovalInbox)
+    shell.run_cell("old = ApprovalInbox(engine, reviewer='ana')")
+    old = shell.user_ns["old"]
+    old.close("the old process is gone: use the inbox below")
+    assert old.rows == [] and old.refresh_button.disabled
+    assert "Closed:" in old.header.value and "use the inbox below" in old.header.value
+    assert all(row.approve.layout.display == "none" for row in old._shown.values())
+    engine.store.close()                                     # its engine's store goes away
+    result = shell.run_cell("1 + 1")
+    assert result.success and old.error.value == ""          # it no longer reads the store
+    hooks = shell.events.callbacks["post_run_cell"]
+    assert not [h for h in hooks if getattr(h, "__name__", "") == "after_cell"]
+
+
+def test_an_inbox_whose_store_closes_under_it_says_so_and_lets_go(setup, shell):
+    engine, _, _ = setup
+    shell.user_ns.update(engine=engine, ApprovalInbox=ApprovalInbox)
+    shell.run_cell("inbox = ApprovalInbox(engine)")
+    inbox = shell.user_ns["inbox"]
+    engine.store.close()
+    assert shell.run_cell("2 + 2").success                   # the hook never breaks a cell
+    assert inbox.closed and "can no longer read its store" in inbox.header.value

@@ -221,9 +221,9 @@ def test_a_finish_rate_is_never_rounded_up_to_all_runs_or_down_to_none():
 
 
 def test_the_explorer_never_says_every_run_finished_when_one_did_not():
-    """p=0.9, n=5, k=3: 199 of 200 simulated runs finish. The title, the legend and the
-    table say 99.5%, not 100%."""
-    explorer = rel.ReliabilityExplorer(p=0.9, n=5, k=3, runs=200)
+    """p=0.9, n=5, k=3, seed 1: 199 of 200 simulated runs finish. The title, the legend and
+    the table say 99.5%, not 100%."""
+    explorer = rel.ReliabilityExplorer(p=0.9, n=5, k=3, runs=200, seed=1)
     tally = explorer.model.tallies[rel.DURABLE]
     assert (tally.finished, tally.runs) == (199, 200)
     fig = explorer.model.figure()
@@ -233,6 +233,54 @@ def test_the_explorer_never_says_every_run_finished_when_one_did_not():
     assert "simulated, per-step retry: 99.5%" in labels
     assert "99.50%" in explorer.readout.value          # the formula, 99.5010 %
     assert "100.0" not in explorer.readout.value
+
+
+def test_every_k_the_slider_offers_has_a_colour_of_its_own_not_the_restart_colour():
+    """At k=6, per-step retry used to take the colour restart-from-the-top already had."""
+    explorer = rel.ReliabilityExplorer(p=0.9, n=5, k=1, runs=20)
+    ks = range(explorer.k.min, explorer.k.max + 1)
+    colours = [rel.color_for(k) for k in ks]
+    assert len(set(colours)) == len(colours) and rel.RESTART_COLOUR not in colours
+    explorer.k.value = explorer.k.max
+    fig = explorer.model.figure()
+    ax = fig.axes[0]
+    simulated = {line.get_label(): line.get_color() for line in ax.lines
+                 if line.get_label().startswith("simulated")}
+    assert len(set(simulated.values())) == 2, simulated          # two points, two colours
+    bars = fig.axes[1].patches
+    assert bars[0].get_facecolor() != bars[1].get_facecolor()
+
+
+def test_the_simulation_does_no_work_twice_and_says_how_long_a_change_took():
+    """A slider coming back to a value shows the same numbers at once; the status line says
+    how long each recompute took, so the lesson need not promise a figure."""
+    explorer = rel.ReliabilityExplorer(p=0.9, n=5, k=1, runs=40)
+    first = explorer.model.tallies
+    explorer.n.value = 6
+    assert "recomputed in" in explorer.status.value and " s<" in explorer.status.value
+    explorer.n.value = 5
+    assert explorer.model.tallies == first
+    assert all(a is b for a, b in zip(explorer.model.tallies.values(), first.values()))
+    tool = rel.FlakyTool(0.5, seed=3)
+    outcomes = []
+    for _ in range(20):
+        try:
+            tool.call("x")
+            outcomes.append(True)
+        except Exception as exc:
+            assert "x failed (call" in str(exc)
+            outcomes.append(False)
+    assert tool.calls == 20 and 3 <= outcomes.count(False) <= 17
+    again = rel.FlakyTool(0.5, seed=3)
+    assert [_ok(again) for _ in range(20)] == outcomes              # the seed decides
+
+
+def _ok(tool) -> bool:
+    try:
+        tool.call("x")
+        return True
+    except Exception:
+        return False
 
 
 def test_the_explorer_names_its_parts_with_stable_css_classes():

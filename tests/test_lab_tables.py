@@ -126,3 +126,31 @@ def test_import_durable_lite_loads_no_heavy_library():
             "print(sorted(m for m in ('pandas', 'matplotlib', 'ipywidgets') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_events_table_shows_a_parks_deadline_as_seconds_since_the_start_not_an_epoch():
+    """Lesson 10's "waiting" row said 1767484819.1907501."""
+    @dl.workflow("test-tables-wait", version=1)
+    def waits(ctx):
+        ctx.step("ask", lambda: "asked")
+        return ctx.wait_for_signal("approval", timeout=3 * 24 * 3600)
+
+    clock = dl.FakeClock()
+    engine = dl.Engine(dl.MemoryStore(), clock)
+    clock.advance(19.191)
+    engine.start(waits, run_id="w-1")
+    table = dl.lab.events_table(engine, "w-1")
+    (waiting,) = table[table["event"] == "waiting"]["detail"]
+    assert waiting == "deadline at 259,200.000 s (in 3 d 0 h 00 m)"
+    assert "1767" not in " ".join(table["detail"])
+
+
+def test_the_timeline_legend_says_every_retry_includes_its_backoff():
+    """Lesson 10: the successful fifth attempt's segment holds the backoff before it, too."""
+    import matplotlib
+    matplotlib.use("Agg")
+    from durable_lite.lab.timeline import _legend
+    labels = [patch.get_label() for patch in _legend()]
+    assert "failed attempt" in labels
+    assert "a retry's segment includes the backoff before it" in labels
+    assert not any("failed attempt (with the backoff" in label for label in labels)

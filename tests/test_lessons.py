@@ -11,6 +11,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from durable_lite.lab.workspace import originals
+
 ROOT = Path(__file__).resolve().parent.parent
 LESSONS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 EXERCISES = sorted((ROOT / "exercises").glob("*.ipynb"))
@@ -89,13 +91,18 @@ def test_every_lesson_fits_a_sitting(path):
 
 
 # links -------------------------------------------------------------------------------------
+# What a file in my_work/ is a copy of: `make lab` copies the exercises and the crash
+# playground there (durable_lite.lab.workspace.originals).
+COPIED = {source.name: source for source in originals(ROOT)}
+
+
 def resolve(path, target):
-    """Where a link leads. Exercises live in my_work/ on a learner's machine: `make lab`
-    copies exercises/ there, so a my_work link must name a file in exercises/."""
+    """Where a link leads. A link into my_work/ leads to the learner's copy, which `make lab`
+    makes from a file of the course: that file must exist."""
     target = target.split("#")[0]
     resolved = (path.parent / target).resolve()
     if resolved.parent == (ROOT / "my_work").resolve():
-        return ROOT / "exercises" / resolved.name
+        return COPIED.get(resolved.name, resolved)
     if path.parent.name == "exercises" and resolved.parent == path.parent.resolve():
         return ROOT / "exercises" / resolved.name      # a sibling exercise, in my_work too
     return resolved
@@ -187,3 +194,188 @@ def test_the_readme_maps_every_lesson_with_its_reading_time():
     for number in range(len(LESSONS), 15):                   # planned: listed, never linked
         assert re.search(rf"^\| {number:02d} \| [^\[|]+\|", readme, flags=re.M), \
             f"README should list planned lesson {number:02d} without a link"
+
+
+# the workshop agenda --------------------------------------------------------------------------
+# The README's rule (section "Running it as a workshop"): a lesson takes its reading time plus
+# a minute a code cell; an exercise its reading time plus 8 minutes a question; these named
+# items take fixed times.
+PER_CODE_CELL, PER_QUESTION = 1, 8
+BUDGETS = {"set-up": 10, "setup check": 5, "class report and questions": 15}
+TIME = re.compile(r"^(\d\d):(\d\d)–(\d\d):(\d\d)$")
+TIMED = re.compile(r"^(?P<what>.+?) \((?P<minutes>\d+) min\)$")
+ITEM = re.compile(r"^(?P<exercise>exercise )?(?P<number>\d\d) \S")
+
+
+def reading_minutes(path) -> int:
+    return -(-prose_words(path) // 200)
+
+
+def lesson_minutes(path) -> int:
+    code = sum(c.cell_type == "code" for c in read(path).cells)
+    return reading_minutes(path) + PER_CODE_CELL * code
+
+
+def questions(path) -> int:
+    """The questions of an exercise: the distinct names its check cells grade."""
+    cells = [c.source for c in read(path).cells if c.cell_type == "code"]
+    return len({q for source in cells for q in re.findall(r"check\(\s*[\"'](q\d+)[\"']", source)})
+
+
+def exercise_minutes(path) -> int:
+    return reading_minutes(path) + PER_QUESTION * questions(path)
+
+
+def agenda(readme: str):
+    """{day: [(start, end, [(kind, number or name, minutes), ...], "N of M")]} in README order.
+    kind is "lesson", "exercise" or "budget"; a break or lunch has no items. An item may
+    offer alternatives ("14 ... (22 min) or 15 ... (25 min)"): it takes the longest."""
+    days, day = {}, None
+    for line in readme.splitlines():
+        heading = re.fullmatch(r"\*\*Day (\w+)\*\*", line.strip())
+        if heading:
+            day = days.setdefault(heading.group(1), [])
+            continue
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        slot = TIME.match(cells[0]) if line.startswith("|") and len(cells) == 3 else None
+        if not slot or day is None:
+            continue
+        (h0, m0, h1, m1), plan, total = slot.groups(), cells[1], cells[2]
+        start, end = int(h0) * 60 + int(m0), int(h1) * 60 + int(m1)
+        items = []
+        if plan not in ("break", "lunch"):
+            for text in plan.split("; "):
+                choices = [parse_item(choice) for choice in text.split(" or ")]
+                kinds = {kind for kind, _, _ in choices}
+                assert len(kinds) == 1, f"{text!r}: alternatives must be of one kind"
+                items.append((kinds.pop(), tuple(c[1] for c in choices),
+                              max(c[2] for c in choices)))
+        day.append((start, end, items, total))
+    return days
+
+
+def parse_item(text: str):
+    timed = TIMED.match(text.strip())
+    assert timed, f"agenda item {text!r} gives no minutes"
+    what, minutes = timed.group("what"), int(timed.group("minutes"))
+    item = ITEM.match(what)
+    if item:
+        return ("exercise" if item.group("exercise") else "lesson", item.group("number"), minutes)
+    assert what in BUDGETS, f"agenda item {what!r} is neither a lesson, an exercise nor one of {sorted(BUDGETS)}"
+    return ("budget", what, minutes)
+
+
+def test_the_workshop_agenda_adds_up_by_the_readmes_own_rule():
+    """Every figure is what the notebooks give by the rule; every slot holds what it lists;
+    each lesson is taught once, followed by its exercise before the next lesson; the set-up
+    and the setup check come first, and each day ends with the class report."""
+    check_agenda((ROOT / "README.md").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("change, complaint", [
+    # issue 22: "15:05–16:15 needs 71 minutes by the README's own formula"
+    (("| 73 of 75 |", "| 73 of 70 |"), "the items add up to 73 of 75"),
+    (("06 plans and the 0.95ⁿ arithmetic (29 min)", "06 plans and the 0.95ⁿ arithmetic (27 min)"),
+     "lesson 06 takes 29 min by the rule"),
+    (("exercise 03 idempotency (38 min)", "exercise 03 idempotency (50 min)"), "exercise 03 takes 38 min"),
+    # "exercise 02 is scheduled after lesson 03"
+    (("| exercise 02 memoize (20 min); 03 the window and idempotency (26 min);",
+      "| 03 the window and idempotency (26 min); exercise 02 memoize (20 min);"),
+     "exercise ('02',) comes after lesson ('03',)"),
+    # "install and check runs are not budgeted"
+    ((("| set-up (10 min); 00 welcome (16 min); setup check (5 min); ", "| 00 welcome (16 min); "),
+      ("| 104 of 105 |", "| 89 of 105 |")), "day one must start with the set-up"),
+    (("| 81 of 100 |", "| 81 of 70 |"), "81 of 100"),
+])
+def test_the_agenda_check_catches_what_issue_22_found(change, complaint):
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for old, new in (change if isinstance(change[0], tuple) else [change]):
+        assert old in readme, f"the README no longer holds {old!r}"
+        readme = readme.replace(old, new, 1)
+    with pytest.raises(AssertionError, match=re.escape(complaint)):
+        check_agenda(readme)
+
+
+def check_agenda(readme: str):
+    assert f"plus {PER_QUESTION} minutes a question" in readme and "plus a minute for each code cell" in readme
+    for name, minutes in BUDGETS.items():
+        assert f"*{name}* ({minutes} min)" in readme, f"the README's rule does not budget {name}"
+    days = agenda(readme)
+    assert list(days) == ["one", "two"], list(days)
+    lessons = {p.name[:2]: p for p in LESSONS}
+    exercises = {p.name[:2]: p for p in EXERCISES}
+    taught, practised = [], []
+    for day, slots in days.items():
+        for (start, end, _, _), (next_start, _, _, _) in zip(slots, slots[1:]):
+            assert end == next_start, f"day {day}: a gap or an overlap at {end // 60}:{end % 60:02d}"
+        order = []
+        for start, end, items, total in slots:
+            when = f"day {day}, {start // 60:02d}:{start % 60:02d}"
+            used = 0
+            for kind, which, minutes in items:
+                for choice in which:
+                    if kind == "lesson":
+                        assert choice in lessons, f"{when}: lesson {choice} does not exist"
+                        expected = lesson_minutes(lessons[choice])
+                    elif kind == "exercise":
+                        assert choice in exercises, f"{when}: exercise {choice} does not exist"
+                        expected = exercise_minutes(exercises[choice])
+                    else:
+                        expected = BUDGETS[choice]
+                    if len(which) == 1:
+                        assert minutes == expected, \
+                            f"{when}: {kind} {choice} takes {expected} min by the rule, the README says {minutes}"
+                used += minutes
+                order.append((kind, which))
+            if items:
+                assert total == f"{used} of {end - start}", \
+                    f"{when}: the items add up to {used} of {end - start} min; the README says {total!r}"
+                assert used <= end - start, f"{when}: {used} min of work in a {end - start} min slot"
+        kinds = [kind for kind, _ in order]
+        assert order[-1] == ("budget", ("class report and questions",)), f"day {day} ends with {order[-1]}"
+        if day == "one":
+            assert order[:3] == [("budget", ("set-up",)), ("lesson", ("00",)),
+                                 ("budget", ("setup check",))], \
+                f"day one must start with the set-up, lesson 00 and the setup check, not {order[:3]}"
+        # each exercise right after its lesson's turn: after the lesson, before the next one
+        for i, (kind, which) in enumerate(order):
+            if kind == "exercise":
+                before = [w for k, w in order[:i] if k == "lesson"]
+                assert before and before[-1] == which, \
+                    f"day {day}: exercise {which} comes after lesson {before[-1] if before else None}"
+        taught += [w for k, w in order if k == "lesson"]
+        practised += [w for k, w in order if k == "exercise"]
+        assert kinds.count("lesson") == len({w for k, w in order if k == "lesson"})
+    every = [w for group in taught for w in group]
+    assert sorted(every) == sorted(lessons), f"lessons in the agenda: {every}"
+    assert sorted(w for group in practised for w in group) == sorted(exercises)
+    assert taught == sorted(taught), "the lessons are taught in their order"
+
+
+def test_no_committed_lesson_spoils_the_decision_table_by_printing_its_key():
+    """Lesson 13's quiz: the key shows inside the widget after Check, never in a saved
+    output a learner scrolls past (a committed output holds no verdict)."""
+    from durable_lite import costs
+    for path in LESSONS:
+        nb = read(path)
+        if not any("DecisionTable(" in c.source for c in nb.cells if c.cell_type == "code"):
+            continue
+        outputs = repr([c.get("outputs", []) for c in nb.cells])
+        for verdict in (costs.DURABLE, costs.RETRY):
+            assert verdict not in outputs, f"{path.name} prints the key ({verdict!r}) in its outputs"
+        break
+    else:
+        pytest.fail("no lesson shows the decision table")
+
+
+@pytest.mark.parametrize("path", LESSONS + sorted((ROOT / "notebooks").glob("crash_*.ipynb")),
+                         ids=ids(LESSONS + sorted((ROOT / "notebooks").glob("crash_*.ipynb"))))
+def test_a_cell_that_fails_on_purpose_is_announced_by_the_text_above_it(path):
+    """Lesson 00 promises: "When a cell is meant to fail, the text above it says so"."""
+    cells = read(path).cells
+    for index, cell in enumerate(cells):
+        if cell.cell_type == "code" and "raises-exception" in cell.metadata.get("tags", []):
+            above = next((c.source for c in reversed(cells[:index]) if c.cell_type == "markdown"), "")
+            last = above.strip().split("\n\n")[-1]
+            assert re.search(r"on purpose|refuses|fails|raises|an error", last), \
+                f"{path.name}, cell {index} fails on purpose but the text above it does not say so: {last!r}"

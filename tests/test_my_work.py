@@ -1,5 +1,6 @@
-"""my_work/: the learner's own folder. `make lab` fills it with copies of the exercises it
-lacks; nothing else writes there: not `make exercises`, not the test suite, not `git pull`.
+"""my_work/: the learner's own folder. `make lab` fills it with copies of the exercises (and
+the crash playground) it lacks; nothing else writes there: not `make exercises`, not the
+test suite, not `git pull`.
 
 A learner's edits are the one thing in this project that cannot be regenerated, so these
 tests edit a copy and prove it survives everything else byte for byte. They work on a copy
@@ -7,7 +8,6 @@ of the course in a temporary folder, never on a real my_work/.
 """
 
 import hashlib
-import os
 import shlex
 import shutil
 import subprocess
@@ -17,10 +17,13 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from durable_lite.lab.workspace import MY_WORK, copy_missing_exercises
+import process_support
+from durable_lite.lab.workspace import MY_WORK, copy_missing_work, originals
 
 ROOT = Path(__file__).resolve().parent.parent
 EXERCISES = sorted(p.name for p in (ROOT / "exercises").glob("*.ipynb"))
+WORK = {p.name: p.relative_to(ROOT) for p in originals(ROOT)}     # what make lab copies
+NESTED_SUITE_DEADLINE = 1200    # seconds: two test files, one of them starts JupyterLab
 SKIP = shutil.ignore_patterns(".venv", ".git", MY_WORK, "__pycache__", ".pytest_cache",
                               "*.egg-info", ".hypothesis", "results", "*.db")
 
@@ -55,11 +58,12 @@ def course(tmp_path):
 
 
 def test_first_launch_copies_every_exercise_later_ones_only_what_is_missing(course):
-    copied = copy_missing_exercises(course)
-    assert [p.name for p in copied] == EXERCISES
+    copied = copy_missing_work(course)
+    assert sorted(p.name for p in copied) == sorted(WORK)
+    assert set(EXERCISES) | {"crash_playground.ipynb"} == set(WORK)
     mine = course / MY_WORK
-    assert digest(mine) == {n: hashlib.sha256((course / "exercises" / n).read_bytes()).hexdigest()
-                            for n in EXERCISES}                     # exact copies
+    assert digest(mine) == {n: hashlib.sha256((course / source).read_bytes()).hexdigest()
+                            for n, source in WORK.items()}          # exact copies
     edit(mine / EXERCISES[0], "answer = 42  # mine")
     (mine / EXERCISES[1]).unlink()                                  # "start this one over"
     (mine / "notes.txt").write_text("my notes\n")
@@ -67,17 +71,17 @@ def test_first_launch_copies_every_exercise_later_ones_only_what_is_missing(cour
 
     shutil.copy(course / "exercises" / EXERCISES[2], course / "exercises" / "99_new_one.ipynb")
     edit(course / "exercises" / EXERCISES[0], "# the exercise changed upstream")
-    again = copy_missing_exercises(course)                          # the next make lab
+    again = copy_missing_work(course)                               # the next make lab
     assert [p.name for p in again] == sorted([EXERCISES[1], "99_new_one.ipynb"])
     after = digest(mine)
     assert {k: after[k] for k in before} == before                  # nothing overwritten
     assert "answer = 42  # mine" in (mine / EXERCISES[0]).read_text()
-    assert copy_missing_exercises(course) == []
+    assert copy_missing_work(course) == []
     assert not [p for p in mine.iterdir() if p.name.startswith(".")]   # no partial copies left
 
 
-def test_an_edit_survives_make_exercises_make_lab_and_the_suite(course):
-    copy_missing_exercises(course)
+def test_an_edit_survives_make_exercises_make_lab_and_the_suite(course, tmp_path):
+    copy_missing_work(course)
     mine = course / MY_WORK
     edit(mine / EXERCISES[0], "answer = 'the learner typed this'")
     before = digest(mine)
@@ -92,13 +96,27 @@ def test_an_edit_survives_make_exercises_make_lab_and_the_suite(course):
     assert f"wrote {course / 'exercises' / EXERCISES[0]}" in generated.stdout
     assert "A new closing note." in (course / "exercises" / EXERCISES[0]).read_text()
 
-    copy_missing_exercises(course)                                  # make lab, again
-    # the tests that write into the course folder: the generator's and make lab's
-    suite = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x",
-                            "tests/test_exercises_generated.py",
-                            "tests/test_project.py::test_make_lab_prints_a_link_that_opens_lesson_00"],
-                           cwd=course, capture_output=True, text=True)
-    assert suite.returncode == 0, suite.stdout[-3000:] + suite.stderr[-2000:]
+    copy_missing_work(course)                                       # make lab, again
+    # the tests that write into the course folder: the generator's and make lab's, run in
+    # the copy, in a process group of their own so that nothing they start can outlive them
+    nested = process_support.start(
+        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:randomly", "-n", "0",
+         f"--basetemp={tmp_path / 'nested'}", "tests/test_exercises_generated.py",
+         "tests/test_project.py::test_make_lab_prints_a_link_that_opens_lesson_00"],
+        cwd=course, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        output, _ = nested.communicate(timeout=NESTED_SUITE_DEADLINE)
+    except subprocess.TimeoutExpired:
+        process_support.stop(nested, grace=30)
+        output, _ = nested.communicate()
+        pytest.fail(f"waited {NESTED_SUITE_DEADLINE} s for the generator's and make lab's tests "
+                    f"to finish in a copy of the course; they printed:\n{output[-3000:]}",
+                    pytrace=False)
+    finally:
+        process_support.stop(nested, grace=30)
+        left = process_support.wait_until_none_left(str(tmp_path), deadline=60)
+    assert nested.returncode == 0, output[-5000:]
+    assert left == [], f"still running after the nested suite ended: {left}"
     assert digest(mine) == before, "a learner's file changed"
 
 

@@ -3,12 +3,12 @@ constraints.txt (which `make lab` and `make test` install with), the conda envir
 them and uses the same pins, CI runs the README's test command, and `make lab` prints a
 link that opens lesson 00."""
 
+import json
 import os
 import queue
 import re
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
 import threading
@@ -22,6 +22,10 @@ import pytest
 from packaging.markers import Marker
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
+
+import process_support
+from durable_lite.lab.launch import READY_TIMEOUT
+from durable_lite.lab.workspace import originals
 
 try:
     import tomllib                     # Python 3.11+
@@ -251,61 +255,119 @@ def make_dry_run(target):
                           capture_output=True, text=True, check=True).stdout.strip().splitlines()
 
 
+# How long `make lab` may take to print its URL: JupyterLab's own deadline in the launcher
+# (generous: a first start on a busy laptop builds caches), plus time for the launcher
+# itself to start and to report; a busy machine is slow, not broken.
+URL_DEADLINE = READY_TIMEOUT + 60
+
+
+class Launcher:
+    """`make lab`'s last command, started the way a test can always clean up after: in a
+    process group of its own (process_support), its output read line by line."""
+
+    def __init__(self, argv, tmp_path):
+        env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+        for name in ("JUPYTER_RUNTIME_DIR", "JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "IPYTHONDIR"):
+            env[name] = str(tmp_path / name.lower())
+        self.log = tmp_path / "lab.log"
+        self.argv = [*argv, "--log", str(self.log), "--no-browser"]
+        self.process = process_support.start(self.argv, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                                             stderr=subprocess.PIPE, text=True)
+        self.lines, self.printed, self.errors = queue.Queue(), [], []
+        threading.Thread(target=self._read, args=(self.process.stdout, self.lines), daemon=True).start()
+        threading.Thread(target=lambda: self.errors.extend(self.process.stderr), daemon=True).start()
+
+    @staticmethod
+    def _read(stream, lines):
+        for line in stream:
+            lines.put(line)
+        lines.put(None)
+
+    def url(self, deadline: float = URL_DEADLINE) -> str:
+        """Wait (up to `deadline` seconds) for the URL, the line make lab ends with."""
+        end = time.monotonic() + deadline
+        while not (self.printed and self.printed[-1].startswith("http")):
+            try:
+                line = self.lines.get(timeout=max(0.1, end - time.monotonic()))
+            except queue.Empty:
+                pytest.fail(f"waited {deadline:.0f} s for make lab to print lesson 00's URL. "
+                            f"{self.report()}", pytrace=False)
+            if line is None:
+                pytest.fail(f"make lab exited with code {self.process.wait()} before printing "
+                            f"lesson 00's URL. {self.report()}", pytrace=False)
+            self.printed.append(line.rstrip("\n"))
+        return self.printed[-1]
+
+    def report(self) -> str:
+        try:
+            log = self.log.read_text(errors="replace")[-2000:]
+        except OSError:
+            log = "(none)"
+        return (f"It printed: {self.printed}; on stderr: {''.join(self.errors)[-2000:]!r}; "
+                f"JupyterLab's log ends: {log}")
+
+    def rest(self) -> list:
+        """What it printed after the URL, once it has exited."""
+        rest = []
+        while (line := self.lines.get(timeout=30)) is not None:
+            rest.append(line)
+        return rest
+
+
 def test_make_lab_prints_a_link_that_opens_lesson_00(tmp_path):
     """`make lab` is one of the README's two commands: its JupyterLab must really start, and
-    the last line it prints must open lesson 00 (token included) once the server is ready."""
+    the last line it prints must open lesson 00 (token included) once the server is ready.
+    Ctrl-C stops it, and nothing it started is left running (however the test ends)."""
     argv = shlex.split(make_dry_run("lab")[-1])
     assert argv[1:3] == ["-m", "durable_lite.lab.launch"]
     if not os.path.exists(os.path.join(ROOT, argv[0])):
         argv[0] = sys.executable                          # e.g. the conda route: no .venv
     my_work = tmp_path / "my_work"                        # not the learner's own folder
-    argv += ["--my-work", str(my_work), "--log", str(tmp_path / "lab.log"), "--no-browser"]
-    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
-    for name in ("JUPYTER_RUNTIME_DIR", "JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "IPYTHONDIR"):
-        env[name] = str(tmp_path / name.lower())
-    launcher = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
-    lines = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(line) for line in launcher.stdout] + [lines.put(None)],
-                     daemon=True).start()
-    printed = []
+    launcher = Launcher([*argv, "--my-work", str(my_work)], tmp_path)
     try:
-        deadline = time.monotonic() + 120
-        while not (printed and printed[-1].startswith("http")):
-            try:
-                line = lines.get(timeout=max(0.1, deadline - time.monotonic()))
-            except queue.Empty:
-                pytest.fail(f"no URL within 120 s; printed: {printed}")
-            assert line is not None, f"the launcher exited: {printed} {launcher.stderr.read()[-2000:]}"
-            printed.append(line.rstrip("\n"))
-        url = printed[-1]
+        url = launcher.url()
         match = re.fullmatch(r"http://127\.0\.0\.1:(\d+)/lab/tree/notebooks/00_welcome\.ipynb"
                              r"\?token=([0-9a-f]{32,})", url)
         assert match, url
         port, token = match.groups()
-        with urllib.request.urlopen(url, timeout=10) as answer:       # ready when printed
+        with urllib.request.urlopen(url, timeout=30) as answer:       # ready when printed
             assert answer.status == 200
             assert "/lab/tree/notebooks/00_welcome.ipynb" in answer.geturl()   # not a login page
             assert "JupyterLab" in answer.read().decode("utf-8", "replace")
         api = f"http://127.0.0.1:{port}/api/contents/notebooks/00_welcome.ipynb?content=0"
-        with urllib.request.urlopen(f"{api}&token={token}", timeout=10) as answer:
+        with urllib.request.urlopen(f"{api}&token={token}", timeout=30) as answer:
             assert answer.status == 200
+            assert json.load(answer)["writable"] is False          # the lessons are read-only
         with pytest.raises(urllib.error.HTTPError) as refused:
-            urllib.request.urlopen(api, timeout=10)                    # no token, no course
+            urllib.request.urlopen(api, timeout=30)                    # no token, no course
         assert refused.value.code == 403
-        assert sorted(p.name for p in my_work.iterdir()) == sorted(
-            p.name for p in Path(ROOT, "exercises").glob("*.ipynb"))
-        assert token not in " ".join(argv)                # not on a command line others can read
+        assert sorted(p.name for p in my_work.iterdir()) == sorted(p.name for p in originals(ROOT))
+        assert token not in " ".join(launcher.argv)       # not on a command line others can read
     finally:
-        launcher.send_signal(signal.SIGINT)               # Ctrl-C
-        launcher.wait(timeout=30)
-    rest = []
-    while (line := lines.get(timeout=5)) is not None:
-        rest.append(line)
-    assert rest == [], "the URL must stay the last line printed"
-    assert launcher.returncode == 0
+        process_support.stop(launcher.process)            # Ctrl-C, then the whole group
+        left = process_support.wait_until_none_left(str(tmp_path), deadline=60)
+    assert left == [], f"still running after make lab was stopped: {left}"
+    assert launcher.rest() == [], "the URL must stay the last line printed"
+    assert launcher.process.returncode == 0, launcher.report()
     with pytest.raises(OSError):                          # the server stopped with it
-        urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status", timeout=2)
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status", timeout=5)
+
+
+@pytest.mark.skipif(not process_support.LINUX, reason="only Linux can tell a process to die "
+                    "with its parent (PR_SET_PDEATHSIG)")
+def test_jupyterlab_does_not_outlive_a_killed_make_lab(tmp_path):
+    """The worst way for make lab to end: SIGKILL, with no chance to stop its server.
+    JupyterLab must go by itself, not be left serving the course unseen."""
+    launcher = Launcher([sys.executable, "-m", "durable_lite.lab.launch",
+                         "--my-work", str(tmp_path / "my_work")], tmp_path)
+    try:
+        launcher.url()
+        launcher.process.kill()
+        launcher.process.wait(timeout=60)
+        left = process_support.wait_until_none_left(str(tmp_path), deadline=60)
+        assert left == [], f"still running 60 s after make lab was killed: {left}"
+    finally:
+        process_support.stop(launcher.process)
 
 
 def test_a_lesson_that_runs_a_real_engine_is_skipped_only_where_the_engine_cannot_run():

@@ -38,6 +38,8 @@ _EXPORTS = {
     "TimeAxis": "timeline",
     # lesson 11: flow control
     "requests_per_second": "flow",
+    "last_request": "flow",
+    "last_answer": "flow",
     "tenant_finish_times": "flow",
     "outcomes_table": "flow",
 }

@@ -75,8 +75,7 @@ def plot_break_even(checkpoints: Dict[str, float], kinds: Sequence[StepKind] = S
             line = break_even_line(kind, seconds, grid, worker_dollars_per_hour)
             ax.plot(line, grid, style, color=kind.colour, lw=2 if style == "-" else 1.4,
                     label=f"{kind.label}, checkpoint {name}")
-            if style == "-":
-                ax.fill_betweenx(grid, line, rates[1], color=kind.colour, alpha=0.07)
+    _shade_bands(ax, list(checkpoints.values())[0], kinds, grid, rates, worker_dollars_per_hour)
     if mark_rate is not None:
         ax.axvline(mark_rate, color="#17202a", lw=0.8)
         ax.annotate(f"{mark_rate:g} crashes/hour", (mark_rate, steps[1]), xytext=(6, -12),
@@ -91,10 +90,51 @@ def plot_break_even(checkpoints: Dict[str, float], kinds: Sequence[StepKind] = S
     ax.set_xlabel("crashes per hour of running (log scale)")
     ax.set_ylabel("steps per run (log scale)")
     ax.grid(alpha=0.25, which="major")
-    ax.text(0.98, 0.04, "right of a line: checkpoints pay\nleft of it: ceremony",
-            transform=ax.transAxes, ha="right", va="bottom", fontsize=8, color="#555",
-            bbox={"facecolor": "white", "alpha": 0.9, "edgecolor": "none"})
     # under the map, never on it: the lines fill every corner of the axes
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=len(checkpoints),
               fontsize=8, frameon=False)
     return ax
+
+
+def band_labels(kinds: Sequence[StepKind] = STEP_KINDS):
+    """What each shaded band of the map says, left to right: for which kinds of step
+    checkpointing pays there (the kinds in the order their lines come)."""
+    names = [kind.label.split(" (")[0] + "s" for kind in kinds]      # "model calls", ...
+    labels = ["ceremony for every kind"]
+    for i in range(1, len(kinds) + 1):
+        if i == len(kinds):
+            labels.append("pays for every kind")
+        elif i == 1:
+            labels.append(f"pays for {names[0]} only")
+        else:
+            labels.append(f"pays for {', '.join(names[:i - 1])} and {names[i - 1]}")
+    return labels
+
+
+def _shade_bands(ax, seconds, kinds, grid, rates, worker_dollars_per_hour):
+    """Shade the map in bands that never overlap, one per set of kinds that pay, each
+    labelled inside: left of the first (solid) line nothing pays, between the first and the
+    second only the first kind pays, and so on; right of the last, every kind pays. The
+    lines are ordered: a kind worth more per step pays at a lower crash rate."""
+    import math
+
+    lines = sorted((break_even_line(kind, seconds, grid, worker_dollars_per_hour), kind)
+                   for kind in kinds)
+    kinds = [kind for _, kind in lines]
+    edges = [[rates[0]] * len(grid)] + [line for line, _ in lines] + [[rates[1]] * len(grid)]
+    colours = ["#555555"] + [kind.colour for kind in kinds]
+    middle = [i for i, n in enumerate(grid) if 5 <= n <= 2000] or list(range(len(grid)))
+    for i, (left, right, label) in enumerate(zip(edges, edges[1:], band_labels(kinds))):
+        if i:
+            ax.fill_betweenx(grid, left, right, color=colours[i], alpha=0.10, lw=0)
+        # the label where the band shows widest (log scale), away from the map's edges
+        def shown(j):
+            lo, hi = max(left[j], rates[0]), min(right[j], rates[1])
+            return math.log(hi / lo) if hi > lo else -1.0
+        j = max(middle, key=shown)
+        if shown(j) < math.log(30):                   # too narrow to write in
+            continue
+        lo, hi = max(left[j], rates[0]), min(right[j], rates[1])
+        ax.text(math.sqrt(lo * hi), grid[j], label, ha="center", va="center", fontsize=8.5,
+                color=colours[i], fontweight="bold",
+                bbox={"facecolor": "white", "alpha": 0.85, "edgecolor": "none", "pad": 1.5})

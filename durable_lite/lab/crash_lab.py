@@ -15,8 +15,10 @@ close) against a `dl.sim.World` in its own folder, crashed with `dl.faults.Crash
     checkpointed + key  the same, plus an idempotency key and the provider that honours it.
 
 Any other workflow works too (its first parameter is the world's folder, as in every
-lesson): `dl.lab.CrashLab(my_workflow, "A-17", 40)`. Its crash menu lists the points a
-clean run passes (found by `dl.faults.crash_points`, the sweep's discovery); its counters
+lesson): `dl.lab.CrashLab(my_workflow, "A-17", 40)`. Its crash menu lists every point a
+clean run passes, before each step, after its effect and after its checkpoint (found by
+`dl.faults.crash_points`, the sweep's discovery, so the menu and a sweep's heat map list the
+same points); its counters
 are the world's ledgers that run touched, ledgers of your own included. Its modes are
 "naive" and "checkpointed" (pass `modes=[dl.lab.CrashLabMode(...), ...]` for variants such
 as a key). A run that waits for a signal gets it as soon as it parks (`waits="deadline"`
@@ -162,7 +164,12 @@ class CrashLabModel:
             self.modes = {k: m for k, m in self.modes.items() if m.runner != "naive"} or self.modes
         self.clean = clean
         self.order = list(dict.fromkeys(p.step for p in points))
-        self.crash_choices = (None, *[(p.step, p.when) for p in points if p.when != BEFORE_STEP])
+        # A workflow of your own gets every point the sweep found, in the sweep's order, so
+        # the menu and the sweep's heat map list the same points. The refund's menu, which
+        # the lessons walk through, leaves out the "before" points: each is the moment just
+        # after the previous step's checkpoint, "between lookup and refund" (CRASH_CHOICES).
+        self.crash_choices = (None, *[(p.step, p.when) for p in points
+                                      if workflow is not None or p.when != BEFORE_STEP])
         self.ledgers = list(clean["effects"])
         if mode is None:
             mode = NAIVE if workflow is None and NAIVE in self.modes else next(iter(self.modes))
@@ -452,9 +459,16 @@ _CSS = """<style>
 .dl-crash-lab .dl-mode .widget-toggle-button.mod-active {
   background: #1f4e99 !important; color: #fff !important; font-weight: bold; box-shadow: none; }
 .dl-crash-lab .dl-mode .widget-toggle-button:not(.mod-active) { background: #f2f4f6; color: #444; }
+.dl-crash-lab .dl-mode .widget-toggle-button i.fa { margin-left: 0.45em; }
 .dl-crash-lab button.jupyter-button:disabled {
   opacity: 0.35 !important; text-decoration: line-through; cursor: not-allowed; }
 </style>"""
+
+
+def _mode_width(modes) -> str:
+    """A width for the mode buttons that holds the longest label in bold and its check
+    mark: about 0.62 em a character, plus the icon and the padding."""
+    return f"{0.62 * max(len(label) for label in modes) + 3.6:.1f}em"
 
 
 def _counters_html(model) -> str:
@@ -465,7 +479,7 @@ def _counters_html(model) -> str:
     boxes = "".join(
         f"<div style='display:inline-block; min-width:7em; margin-right:1em; text-align:center'>"
         f"<div style='font-size:1.8em; font-weight:bold; color:{'#c0392b' if base is not None and n > base else '#222'}'>{n}</div>"
-        f"<div style='font-size:0.85em'>{label}</div></div>"
+        f"<div class='dl-count-label' style='font-size:0.95em'>{label}</div></div>"
         for label, n, base in cells)
     return f"<div>{boxes}</div>{_bars_html(ledgers, model.status in FINISHED)}"
 
@@ -482,18 +496,28 @@ def _bars_html(ledgers, finished) -> str:
         width = 100 * n / top
         rows.append(
             f"<div style='display:flex; align-items:center; margin:2px 0'>"
-            f"<div style='width:9em; font-size:0.85em'>{html.escape(label)}</div>"
+            f"<div style='width:9em'>{html.escape(label)}</div>"
             f"<div style='position:relative; width:16em; height:1.3em; background:#f2f4f6'>"
             f"<div style='width:{width:.0f}%; height:100%; background:{color}'></div>"
             f"<div style='position:absolute; left:{100 * base / top:.0f}%; top:-2px; bottom:-2px; "
             f"border-left:2px dashed #222' title='a run with no crash: {base}'></div>"
             f"<div style='position:absolute; left:0.4em; top:0; font-weight:bold; font-size:0.85em; "
             f"line-height:1.3em; color:{'#fff' if n else '#222'}'>{n}</div></div>"
-            f"<div style='font-size:0.8em; color:#555; margin-left:0.6em'>"
+            f"<div class='dl-versus' style='margin-left:0.6em; {_versus_style(n, base, finished)}'>"
             f"{_versus(n, base) if finished else f'so far (no crash: {base})'}</div></div>")
-    caption = ("<div style='font-size:0.8em; color:#555; margin-top:0.4em'>Bars: what the world "
+    caption = ("<div style='font-size:0.95em; color:#333; margin-top:0.4em'>Bars: what the world "
                "saw so far; the dashed line is what a run with no crash leaves.</div>")
     return caption + "".join(rows)
+
+
+def _versus_style(n, base, finished) -> str:
+    """The result beside a bar, as large as the panel's text: red and bold for an effect
+    done twice, blue and bold for one lost, dark for the same as a run with no crash."""
+    if finished and n > base:
+        return "color:#c0392b; font-weight:bold"
+    if finished and n < base:
+        return "color:#1f4e99; font-weight:bold"
+    return "color:#222"
 
 
 def _versus(n, base) -> str:
@@ -522,7 +546,7 @@ def _status_html(model) -> str:
 
 def _mode_html(model) -> str:
     about = f" — {html.escape(model.about)}" if model.about else ""
-    return (f"<div style='font-size:0.9em'>Selected mode: <b style='color:#1f4e99'>"
+    return (f"<div style='font-size:1em'>Selected mode: <b style='color:#1f4e99'>"
             f"{html.escape(model.mode)}</b>{about}</div>")
 
 
@@ -552,7 +576,9 @@ class CrashLab:
         m = self.model
         self.mode = w.ToggleButtons(options=list(m.modes), value=m.mode, description="Mode:",
                                     tooltips=[mode.about for mode in m.modes.values()],
-                                    style={"button_width": "170px", "description_width": "initial"})
+                                    style={"button_width": _mode_width(m.modes),
+                                           "description_width": "initial"},
+                                    layout=w.Layout(width="auto", flex_flow="row wrap"))
         self.mode_caption = w.HTML()
         self.crash = w.Dropdown(options=[(m.describe(c), crash_key(c)) for c in m.crash_choices],
                                 value=crash_key(m.crash), description="Crash:",

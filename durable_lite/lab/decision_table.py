@@ -7,8 +7,8 @@ in `costs.EXAMPLES`, and checks.
 
 `DecisionTableModel` holds the answers and the check, in plain Python, so tests drive it
 without a browser; `DecisionTable` is the widget, a thin view: a yes/no toggle per cell,
-the verdict each row's answers lead to, and a Check button that colours every cell and
-says why the wrong ones are wrong.
+the verdict each row's answers lead to, and a Check button that marks and colours every
+cell, says why the wrong ones are wrong, and then shows the key.
 """
 
 import html
@@ -151,13 +151,49 @@ def _num(value: float) -> str:
 
 
 # the widget ---------------------------------------------------------------------------------
-_CELL_STYLE = {True: "success", False: "danger", None: ""}
 _MARK = {True: "<b style='color:#1e8449'>✓</b>", False: "<b style='color:#c0392b'>✗</b>", None: ""}
+RIGHT, WRONG = "dl-right", "dl-wrong"          # a cell's class after a check
+
+# The panel's own CSS. A checked cell's chosen button is filled green or red through a class
+# on the toggle, not through ToggleButtons.button_style: ipywidgets 8 redraws the buttons
+# with the *previous* button_style whenever anything else about the toggle changes, which
+# showed each Check's colours one change late.
+_CSS = """<style>
+.dl-decision-table .dl-answer .widget-toggle-button { min-width: 0; padding: 0 4px; }
+.dl-decision-table .dl-answer .widget-toggle-button.mod-active { font-weight: bold; }
+.dl-decision-table .dl-answer.dl-right .widget-toggle-button.mod-active {
+  background: #1e8449 !important; color: #fff !important; }
+.dl-decision-table .dl-answer.dl-wrong .widget-toggle-button.mod-active {
+  background: #c0392b !important; color: #fff !important; }
+.dl-decision-table .dl-key table { border-collapse: collapse; margin-top: 4px; }
+.dl-decision-table .dl-key th, .dl-decision-table .dl-key td { padding: 2px 10px; text-align: left; }
+.dl-decision-table .dl-key th { border-bottom: 1px solid #999; }
+</style>"""
+
+# One grid for the whole table, so every row's toggles and marks line up in columns and
+# never wrap: the workload, then (answer, mark) for each reason, then the verdict. Too
+# narrow a notebook scrolls the table sideways instead of stacking its toggles.
+_COLUMNS = "minmax(8.5em, 12em) " + "max-content 1.4em " * len(REASONS) + "minmax(9em, 1fr)"
+
+
+def key_html(workloads: Iterable[costs.Workload] = costs.EXAMPLES) -> str:
+    """The answer key as an HTML table: the three reasons and the verdict per workload."""
+    head = "".join(f"<th>{html.escape(h)}</th>"
+                   for h in ("workload", *(QUESTIONS[r] for r in REASONS), "verdict"))
+    rows = []
+    for w in workloads:
+        answers = costs.reasons(w)
+        cells = [w.name, *("yes" if answers[r] else "no" for r in REASONS), costs.verdict(answers)]
+        rows.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
+    return f"<b>The key</b><table><tr>{head}</tr>{''.join(rows)}</table>"
 
 
 class DecisionTable:
     """The table to fill: one row per workload, a yes/no toggle per reason, the verdict the
-    row's answers lead to, and Check. A thin view over `DecisionTableModel`."""
+    row's answers lead to, and Check. Check marks every cell ✓ or ✗ (and colours the chosen
+    answer), says why each wrong one is wrong, and only then shows the key. A thin view
+    over `DecisionTableModel`; `key` is empty until a check, so a saved notebook never
+    carries the answers."""
 
     def __init__(self, workloads: Iterable[costs.Workload] = costs.EXAMPLES,
                  model: Optional[DecisionTableModel] = None):
@@ -168,34 +204,43 @@ class DecisionTable:
         self.toggles = {}
         self.marks = {}              # ✓ or ✗ beside each cell after a check
         self.verdicts = {}
-        header = [w.HTML("<b>workload</b>", layout=w.Layout(width="190px"))]
-        header += [w.HTML(f"<b>{QUESTIONS[r]}</b>", layout=w.Layout(width="172px"))
-                   for r in REASONS]
-        header.append(w.HTML("<b>your verdict</b>"))
-        rows = [w.HBox(header)]
+        cells = [w.HTML("<b>workload</b>")]
+        for r in REASONS:                   # a header as narrow as its toggle: one word a line
+            cells += [w.HTML(f"<b>{'<br>'.join(html.escape(QUESTIONS[r]).split())}</b>"), w.HTML()]
+        cells.append(w.HTML("<b>your verdict</b>"))
         for workload in m.workloads:
-            cells = [w.HTML(f"<span title='{html.escape(workload.about, quote=True)}'>"
-                            f"{html.escape(workload.name)}</span>",
-                            layout=w.Layout(width="190px"))]
+            cells.append(w.HTML(f"<span title='{html.escape(workload.about, quote=True)}'>"
+                                f"{html.escape(workload.name)}</span>"))
             for reason in REASONS:
                 toggle = w.ToggleButtons(options=[("yes", True), ("no", False)],
                                          value=m.answers[workload.name][reason],
-                                         style={"button_width": "62px"},
-                                         layout=w.Layout(width="150px"))
+                                         style={"button_width": "3.4em"},
+                                         layout=w.Layout(width="max-content"))
+                toggle.add_class("dl-answer")
                 toggle.observe(self._answer(workload.name, reason), names="value")
                 self.toggles[workload.name, reason] = toggle
-                self.marks[workload.name, reason] = w.HTML(layout=w.Layout(width="22px"))
+                self.marks[workload.name, reason] = w.HTML()
+                self.marks[workload.name, reason].add_class("dl-mark")
                 cells += [toggle, self.marks[workload.name, reason]]
             self.verdicts[workload.name] = w.HTML()
             cells.append(self.verdicts[workload.name])
-            rows.append(w.HBox(cells))
+        self.grid = w.GridBox(cells, layout=w.Layout(grid_template_columns=_COLUMNS,
+                                                     grid_gap="2px 6px", align_items="center",
+                                                     width="max-content"))
         self.check_button = w.Button(description="Check", button_style="primary",
                                      icon="check")
         self.check_button.on_click(self._check)
         self.status = w.HTML()
-        self.panel = w.VBox(rows + [w.HBox([self.check_button, self.status]),])
         self.why = w.HTML()
-        self.panel.children += (self.why,)
+        self.key = w.HTML()
+        self.panel = w.VBox([w.HTML(_CSS),
+                             w.Box([self.grid], layout=w.Layout(overflow="auto", width="100%")),
+                             w.HBox([self.check_button, self.status]), self.why, self.key])
+        # Stable names for the parts, for CSS and for tests in a real browser.
+        for part, name in ((self.panel, "dl-decision-table"), (self.grid, "dl-grid"),
+                           (self.check_button, "dl-check"), (self.status, "dl-status"),
+                           (self.why, "dl-why"), (self.key, "dl-key")):
+            part.add_class(name)
         self.refresh()
 
     def _answer(self, workload, reason):
@@ -214,11 +259,21 @@ class DecisionTable:
         except Exception as exc:
             self.status.value = f"<span style='color:#c0392b'>{html.escape(str(exc))}</span>"
 
+    def state(self, workload: str, reason: str) -> Optional[str]:
+        """The class a cell carries: RIGHT or WRONG after a check, None before."""
+        toggle = self.toggles[workload, reason]
+        return next((c for c in (RIGHT, WRONG) if c in toggle._dom_classes), None)
+
     def refresh(self):
         m = self.model
         for (workload, reason), toggle in self.toggles.items():
             right = m.is_right(workload, reason)
-            toggle.button_style = _CELL_STYLE[right]
+            wanted = {True: RIGHT, False: WRONG, None: None}[right]
+            for name in (RIGHT, WRONG):
+                if name != wanted and name in toggle._dom_classes:
+                    toggle.remove_class(name)
+            if wanted and wanted not in toggle._dom_classes:
+                toggle.add_class(wanted)
             self.marks[workload, reason].value = _MARK[right]
         for workload, label in self.verdicts.items():
             verdict = m.verdict(workload)
@@ -229,6 +284,7 @@ class DecisionTable:
         self.why.value = "".join(
             f"<div>✗ <b>{html.escape(x.workload)}</b>, {html.escape(QUESTIONS[x.reason])} "
             f"{'yes' if x.expected else 'no'}: {html.escape(x.why)}</div>" for x in wrong)
+        self.key.value = "" if m.mismatches is None else key_html(m.workloads)
 
     def _repr_mimebundle_(self, **kwargs):
         bundle = self.panel._repr_mimebundle_(**kwargs)

@@ -6,13 +6,15 @@ Each takes `storm.Outcome` objects, as `storm.burst` and `storm.flood` return th
 
 from .plots import _plt
 
-ANSWERED, REFUSED, LIMIT = "#2e86c1", "#c0392b", "#555555"
+ANSWERED, REFUSED, LIMIT, LAST = "#2e86c1", "#c0392b", "#555555", "#27ae60"
 LINES = ["#c0392b", "#e67e22", "#27ae60", "#2e86c1", "#8e44ad"]
 
 
 def requests_per_second(outcomes, *, limit: int, title: str, seconds: int = None):
     """One panel per outcome, stacked bars of the provider's answered and refused requests
-    in each second, and the provider's limit as a dashed line. Returns the figure."""
+    in the second each arrived, the provider's limit as a dashed line, and a dotted line
+    where the last run got its answer: writing an answer takes the model a few seconds, so
+    the last answer comes after the last request. Returns the figure."""
     plt = _plt()
     span = seconds or max(len(o.per_second) for o in outcomes)
     fig, axes = plt.subplots(len(outcomes), 1, figsize=(7.5, 1.9 * len(outcomes) + 0.6),
@@ -26,6 +28,12 @@ def requests_per_second(outcomes, *, limit: int, title: str, seconds: int = None
         ax.bar(xs, answered, width=0.9, color=ANSWERED, label="answered")
         ax.bar(xs, refused, width=0.9, bottom=answered, color=REFUSED, label="refused (429)")
         ax.axhline(limit, color=LIMIT, linestyle="--", linewidth=1, label=f"limit ({limit}/s)")
+        last = last_answer(outcome)
+        if last is not None:
+            ax.axvline(last, color=LAST, linestyle=":", linewidth=1.6, label="last answer")
+            ax.annotate(f"last answer {last:.1f} s", (last, 1), xycoords=("data", "axes fraction"),
+                        xytext=(4, -4), textcoords="offset points", va="top", fontsize=8.5,
+                        color=LAST)
         totals = outcome.provider
         ax.set_title(f"{outcome.label}: {totals['requests']:,} requests, "
                      f"{totals['refused']:,} refused", loc="left", fontsize=10)
@@ -33,9 +41,21 @@ def requests_per_second(outcomes, *, limit: int, title: str, seconds: int = None
         ax.spines[["top", "right"]].set_visible(False)
     axes[-1].set_xlabel("second after the upload")
     axes[-1].set_xlim(-1, span)
-    axes[0].legend(frameon=False, ncol=3, loc="upper right", fontsize=9)
+    axes[0].legend(frameon=False, ncol=4, loc="upper right", fontsize=9)
     fig.suptitle(title)
     return fig
+
+
+def last_answer(outcome):
+    """Seconds after the upload at which the last run that completed got its answer (None
+    if none did): the "last answer after (s)" of `outcome.summary()`."""
+    return max(outcome.finished.values(), default=None)
+
+
+def last_request(outcome):
+    """The second in which the last request reached the provider (None if none did)."""
+    busy = [row["second"] for row in outcome.per_second if row["requests"]]
+    return max(busy, default=None)
 
 
 def tenant_finish_times(outcomes, *, tenant: str = "B", other: str = "A", title: str):

@@ -18,11 +18,18 @@ the run's *next* wait of that name, where it would answer a question nobody aske
 `InboxModel` is the logic in plain Python (tests drive it directly); `ApprovalInbox` is an
 ipywidgets panel that only shows a model and forwards clicks to it. Build a new inbox on a
 new engine after a restart: the inbox keeps nothing that the store does not.
+
+A row stays where it was drawn once its run is decided, however it was decided: by a click
+here, by another inbox, by code, or by its deadline. It then says what became of the run
+and offers no buttons. In a notebook the inbox re-reads the store after every cell runs
+(an IPython `post_run_cell` hook), so a run that a later cell decides shows as decided up
+here too, instead of still offering Approve and Reject.
 """
 
 import html
+import weakref
 from dataclasses import dataclass
-from typing import Callable, List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
 from ..run import Run
 from ..store.records import WAITING
@@ -136,6 +143,23 @@ class InboxModel:
             outcome = OVERTAKEN
         return self._record(run_id, approved, after, outcome, answer)
 
+    def what_became_of(self, seen: Run) -> str:
+        """In words, what happened to the wait `seen` showed (a run no longer waiting on it),
+        read from the store: who decided, or that the deadline did, and the run's status."""
+        run = self.engine.get(seen.run_id)
+        answered, answer = self._wait_answer(seen.run_id, seen.wake_at)
+        if not answered:
+            how = "no longer waiting"
+        elif answer is None:
+            how = "nobody answered before the deadline"
+        elif isinstance(answer, dict) and "approved" in answer:
+            by = f" by {answer['by']}" if answer.get("by") else ""
+            how = ("approved" if answer["approved"] else "rejected") + by
+        else:
+            how = f"answered {answer!r}"
+        outcome = run.result.get("outcome") if isinstance(run.result, dict) else None
+        return f"{how} → run {run.status}" + (f" ({outcome})" if outcome else "")
+
     def _wait_answer(self, run_id: str, deadline: float):
         """(True, value) if the wait whose deadline is `deadline` has returned `value`
         (None: the deadline won); (False, None) while it is still open. The wait's history
@@ -163,7 +187,9 @@ def _deadline_text(hours: float) -> str:
                 "the run escalates at the next recover()</span>")
     if hours < 24:
         return f"<span style='color:#b35900'>deadline in {hours:.1f} h</span>"
-    return f"deadline in {hours / 24:.1f} days"
+    if hours < 24 * 365:
+        return f"deadline in {hours / 24:.1f} days"
+    return f"deadline in {hours / 24 / 365.25:.1f} years"
 
 
 @dataclass
@@ -173,10 +199,16 @@ class _Row:
     approve: object          # ipywidgets.Button
     reject: object           # ipywidgets.Button
     box: object              # ipywidgets.HBox
+    decided: bool = False    # its run is no longer waiting on this wait
 
     @property
     def run_id(self) -> str:
         return self.run.run_id
+
+    @property
+    def key(self) -> Tuple[str, float]:
+        """A row is one wait: a workflow may ask twice, each wait with its own deadline."""
+        return (self.run.run_id, self.run.wake_at)
 
 
 class ApprovalInbox:
@@ -184,11 +216,15 @@ class ApprovalInbox:
 
     `inbox.buttons(run_id)` returns that run's (approve, reject) buttons, so code can click
     them the way a reviewer would: `inbox.buttons("refund-A-101")[0].click()`.
+    `inbox.rows` are the rows still waiting for a decision, `inbox.decided` the rows whose
+    run has been decided since they were drawn (they stay, saying what became of it).
 
     Every click re-reads the store: a row whose run has moved on (finished, escalated,
-    decided elsewhere) sends nothing, says so in the log, and the list is redrawn. An error
-    raised while handling a click is shown in the panel's red error line (`inbox.error`),
-    because Jupyter sends a callback's exception only to its log console, where nobody looks.
+    decided elsewhere) sends nothing, says so in the log, and is shown as decided. So does
+    every cell run in a notebook. An error raised while handling a click is shown in the
+    panel's red error line (`inbox.error`), because Jupyter sends a callback's exception
+    only to its log console, where nobody looks. `inbox.close(why)` retires an inbox whose
+    engine is gone (the old process's, after a deploy): its buttons go, it stops re-reading.
     """
 
     def __init__(self, engine=None, signal: str = "approval", reviewer: str = "reviewer",
@@ -214,8 +250,15 @@ class ApprovalInbox:
                            (self.refresh_button, "dl-refresh"), (self.error, "dl-error"),
                            (self.list, "dl-inbox-rows"), (self.log, "dl-inbox-log")):
             part.add_class(name)
-        self.rows: List[_Row] = []
+        self._shown: Dict[Tuple[str, float], _Row] = {}    # every row drawn, in order
+        self.rows: List[_Row] = []                          # ... those still waiting
+        self.closed = False
         self.refresh()
+        self._refresh_after_each_cell()
+
+    @property
+    def decided(self) -> List[_Row]:
+        return [row for row in self._shown.values() if row.decided]
 
     def buttons(self, run_id: str):
         for row in self.rows:
@@ -225,20 +268,80 @@ class ApprovalInbox:
         raise KeyError(f"run {run_id!r} is not in the inbox (waiting: {waiting})")
 
     def refresh(self):
+        """Re-read the store: new waiting runs get a row, rows whose run was decided say so."""
+        if self.closed:
+            return
         m = self.model
-        pending = m.pending()
-        self.rows = [self._row(run) for run in pending]
-        self.list.children = [row.box for row in self.rows]
+        pending = {(run.run_id, run.wake_at): run for run in m.pending()}
+        for key, row in self._shown.items():
+            if key in pending:
+                row.run = pending[key]
+                row.label.value = self._label(row.run)
+            elif not row.decided:
+                self._show_decided(row)
+        for key, run in pending.items():
+            if key not in self._shown:
+                self._shown[key] = self._row(run)
+        self.rows = [row for row in self._shown.values() if not row.decided]
+        self.list.children = [row.box for row in self._shown.values()]
         noun = "run" if len(pending) == 1 else "runs"
         self.header.value = (f"<b>{len(pending)} {noun} waiting for "
                              f"<code>{html.escape(m.signal)}</code></b>")
         self.log.value = self._log_html()
 
+    def close(self, why: str = "this inbox belonged to a process that has stopped") -> None:
+        """Retire the inbox: no more buttons, no more reading the store (its engine may be
+        gone), and a header that says why."""
+        self.closed = True
+        for row in self._shown.values():
+            for button in (row.approve, row.reject):
+                button.disabled = True
+                button.layout.display = "none"
+        self.refresh_button.disabled = True
+        self.rows = []
+        self.header.value = f"<b>Closed:</b> {html.escape(why)}"
+
+    def _refresh_after_each_cell(self):
+        """In IPython, re-read the store after every cell that runs. The hook holds the inbox
+        weakly, and lets go of it once it is closed or can no longer read its store."""
+        try:
+            from IPython import get_ipython
+        except ImportError:
+            return
+        shell = get_ipython()
+        if shell is None:
+            return
+        inbox = weakref.ref(self)
+
+        def after_cell(*_):
+            me = inbox()
+            if me is not None and not me.closed:
+                try:
+                    me.refresh()
+                    return
+                except Exception as exc:     # e.g. its store was closed by a "deploy"
+                    me.close(f"it can no longer read its store ({type(exc).__name__}: {exc})")
+            shell.events.unregister("post_run_cell", after_cell)
+
+        shell.events.register("post_run_cell", after_cell)
+
+    def _label(self, run: Run) -> str:
+        return (f"<code>{html.escape(run.run_id)}</code> — {html.escape(self.model.describe(run))}"
+                f" — {_deadline_text(self.model.hours_left(run))}")
+
+    def _show_decided(self, row: _Row) -> None:
+        row.decided = True
+        row.label.value = (f"<span style='color:#555'><code>{html.escape(row.run_id)}</code> — "
+                           f"{html.escape(self.model.describe(row.run))} — <b>decided:</b> "
+                           f"{html.escape(self.model.what_became_of(row.run))}</span>")
+        for button in (row.approve, row.reject):
+            button.disabled = True
+            button.layout.display = "none"
+        row.box.add_class("dl-inbox-decided")
+
     def _row(self, run: Run) -> _Row:
         w = self._w
-        text = (f"<code>{html.escape(run.run_id)}</code> — {html.escape(self.model.describe(run))}"
-                f" — {_deadline_text(self.model.hours_left(run))}")
-        label = w.HTML(text, layout=w.Layout(width="560px", min_width="240px"))
+        label = w.HTML(self._label(run), layout=w.Layout(width="560px", min_width="240px"))
         approve = w.Button(description="Approve", button_style="success", icon="check")
         reject = w.Button(description="Reject", button_style="danger", icon="times")
         approve.on_click(lambda _, seen=run: self._decide(seen, True))

@@ -7,7 +7,7 @@ A run of `n` steps, each succeeding with probability `p`:
     up to k attempts of the WHOLE run 1 - (1 - p ** n) ** k      (restart from the top)
 
 `simulate(...)` checks these against real runs: the same workflow (n named steps, each one
-call to `World.tools`, a tool that fails with probability 1 - p) run many times, either by
+call to a tool that fails with probability 1 - p, like `World.tools`) run many times, either by
 `dl.Engine` with a per-step `dl.Retry` on a `FakeClock` (backoff costs no real time), or by
 `dl.naive.NaiveRunner`, which restarts the whole run. It counts runs that finish and every
 tool call made, failed ones included: the price of each strategy.
@@ -16,8 +16,11 @@ tool call made, failed ones included: the price of each strategy.
 n and k); it is plain Python so tests can drive it without a browser.
 """
 
+import functools
 import html
-import tempfile
+import itertools
+import random
+import time
 from dataclasses import dataclass
 from typing import Dict, Optional
 
@@ -25,7 +28,7 @@ from ..clock import FakeClock, SequentialIds
 from ..engine import Engine
 from ..naive import NaiveRunner
 from ..policy import Retry, Step
-from ..sim import World
+from ..sim import ToolError
 from ..store import MemoryStore
 from ..workflow import workflow
 
@@ -77,20 +80,41 @@ def expected_executions(strategy: str, p: float, n: int, k: int) -> float:
 
 
 # the simulation ---------------------------------------------------------------------------
-_worlds: Dict[str, World] = {}
+class FlakyTool:
+    """The simulation's tool: each call fails with probability `1 - p`, and every call,
+    failed or not, is counted. Which calls fail follows a pseudo-random sequence from
+    `seed`: the n-th call fails or works the same way whichever strategy makes it.
+
+    It is `World.tools` without the ledger on disk: a simulation makes thousands of calls,
+    and writing each one to SQLite was most of its time (a slider move at n=30 took 1.3 to
+    6.9 s on two busy cores, this about a tenth of it)."""
+
+    def __init__(self, p: float, seed: int = 0):
+        self.failure_rate = 1 - p
+        self.random = random.Random(seed)
+        self.calls = 0
+
+    def call(self, name: str) -> dict:
+        self.calls += 1
+        if self.random.random() < self.failure_rate:
+            raise ToolError(f"{name} failed (call {self.calls})")
+        return {"tool": name, "call": self.calls}
 
 
-def _call_tool(folder, name):
-    return _worlds[folder].tools.call(name)
+_tools: Dict[str, FlakyTool] = {}       # the tool each running simulation uses, by its id
+
+
+def _call_tool(tool_id, name):
+    return _tools[tool_id].call(name)
 
 
 @workflow("flaky-plan", version=1)
-def flaky_plan(ctx, folder, n, k):
+def flaky_plan(ctx, tool_id, n, k):
     """n named steps, each one flaky tool call, each retried up to k times by the engine.
     (Under the naive runner `ctx.step` just calls the function: no per-step retry.)"""
     retry = Retry(max_attempts=k, initial=1.0, multiplier=2.0, cap=60.0, jitter=True)
     for i in range(1, n + 1):
-        ctx.step(Step(f"task-{i}", retry=retry), _call_tool, folder, f"task-{i}")
+        ctx.step(Step(f"task-{i}", retry=retry), _call_tool, tool_id, f"task-{i}")
     return {"tasks": n}
 
 
@@ -135,34 +159,43 @@ class Tally:
 def simulate(strategy: str, p: float, n: int, k: int, runs: int = 200, seed: int = 0) -> Tally:
     """Run the flaky plan `runs` times under one strategy; count finishes and tool calls.
 
-    Every simulation gets a fresh world (its own folder), so the same arguments always give
-    the same numbers. The tool's failures depend only on the seed and the call count.
+    Every simulation gets a fresh tool, so the same arguments always give the same numbers:
+    the tool's failures depend only on the seed and the call count. (The explorer asks for
+    the same arguments again whenever a slider comes back to a value; `_simulated` keeps
+    the answers.)
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy {strategy!r} is not one of {STRATEGIES}")
     if not 0 < p <= 1:
         raise ValueError(f"p must be in (0, 1], got {p}")
-    with tempfile.TemporaryDirectory(prefix="durable-lite-reliability-") as folder:
-        world = _worlds[folder] = World(folder, seed=seed, failure_rate=1 - p)
-        try:
-            if strategy == DURABLE:
-                finished = _run_durable(folder, n, k, runs, seed)
-            else:
-                finished = _run_restart(folder, n, k, runs, seed)
-            executions = world.tools.calls()
-        finally:
-            _worlds.pop(folder).close()      # release the ledger files before the folder goes
-    return Tally(strategy, p, n, k, runs, finished, executions)
+    return _simulated(strategy, float(p), int(n), int(k), int(runs), int(seed))
 
 
-def _run_durable(folder, n, k, runs, seed) -> int:
+@functools.lru_cache(maxsize=256)
+def _simulated(strategy, p, n, k, runs, seed) -> Tally:
+    tool_id = f"tool-{next(_ids)}"
+    tool = _tools[tool_id] = FlakyTool(p, seed)
+    try:
+        if strategy == DURABLE:
+            finished = _run_durable(tool_id, n, k, runs, seed)
+        else:
+            finished = _run_restart(tool_id, n, k, runs, seed)
+    finally:
+        _tools.pop(tool_id)
+    return Tally(strategy, p, n, k, runs, finished, tool.calls)
+
+
+_ids = itertools.count(1)
+
+
+def _run_durable(tool_id, n, k, runs, seed) -> int:
     engine = Engine(MemoryStore(), FakeClock(), ids=SequentialIds("run"), seed=seed)
-    return sum(engine.start(flaky_plan, folder, n, k).status == "completed" for _ in range(runs))
+    return sum(engine.start(flaky_plan, tool_id, n, k).status == "completed" for _ in range(runs))
 
 
-def _run_restart(folder, n, k, runs, seed) -> int:
+def _run_restart(tool_id, n, k, runs, seed) -> int:
     runner = NaiveRunner(max_attempts=k, clock=FakeClock(), ids=SequentialIds("run"), seed=seed)
-    return sum(runner.run(flaky_plan, folder, n, k).status == "completed" for _ in range(runs))
+    return sum(runner.run(flaky_plan, tool_id, n, k).status == "completed" for _ in range(runs))
 
 
 def compare(p: float, n: int, k: int, runs: int = 200, seed: int = 0) -> Dict[str, Tally]:
@@ -245,7 +278,10 @@ def plot_simulation(tallies, ax_rate=None, ax_cost=None):
     return ax_rate, ax_cost
 
 
-_PALETTE = ("#c0392b", "#e67e22", "#27ae60", "#2471a3", "#7d3c98", "#17202a")
+# One colour per number of attempts, k=1 to 6 (the explorer's slider), none of them the
+# colour of restarting from the top, which the explorer draws beside whichever k you pick.
+RESTART_COLOUR = "#17202a"
+_PALETTE = ("#c0392b", "#e67e22", "#27ae60", "#2471a3", "#7d3c98", "#16a085")
 
 
 def color_for(k: int) -> str:
@@ -311,14 +347,16 @@ class ReliabilityModel:
         and the tool calls each strategy spent. A matplotlib Figure (no pyplot state).
 
         Sized for a notebook column (about 800 px wide): the legend sits under the curves,
-        never on them, in text as large as the axis labels."""
+        never on them, in text as large as the axis labels. The margins are fixed rather
+        than computed by a layout engine, which took half the time of every redraw."""
         from matplotlib.figure import Figure
 
-        fig = Figure(figsize=(8.4, 4.9), layout="constrained")
+        fig = Figure(figsize=(8.4, 4.9))
         ax, ax_cost = fig.subplots(1, 2, gridspec_kw={"width_ratios": [3, 2]})
+        fig.subplots_adjust(left=0.08, right=0.985, top=0.885, bottom=0.33, wspace=0.28)
         n_max = max(20, self.n + 5)
         plot_finish_rates(self.p, ks=sorted({1, self.k}), n_max=n_max, ax=ax, restart=True)
-        colors = {DURABLE: color_for(self.k), RESTART: "#17202a"}
+        colors = {DURABLE: color_for(self.k), RESTART: RESTART_COLOUR}
         for s, t in self.tallies.items():
             ax.plot([self.n], [t.finish_rate], marker="o" if s == DURABLE else "s", ms=9,
                     ls="none", color=colors[s], markeredgecolor="white",
@@ -326,8 +364,8 @@ class ReliabilityModel:
         ax.axvline(self.n, color="#999", lw=0.8)
         handles, labels = ax.get_legend_handles_labels()
         ax.get_legend().remove()
-        fig.legend(handles, labels, loc="outside lower center", ncol=2, fontsize=9,
-                   frameon=False)
+        fig.legend(handles, labels, loc="lower center", bbox_to_anchor=(0.5, 0.005), ncol=2,
+                   fontsize=9, frameon=False)
         ax.set_title(f"p={self.p:.3f}, k={self.k}: at n={self.n}, per-step retry\n"
                      f"finishes {percent(self.tallies[DURABLE].finish_rate, 1)} of runs", fontsize=10)
         names = list(self.tallies)
@@ -377,16 +415,18 @@ def _readout_html(model: ReliabilityModel) -> str:
             f"{body}</table>")
 
 
-def _status_html(model: ReliabilityModel) -> str:
-    return (f"<span style='color:#555'>p={model.p:.3f}, n={model.n}, k={model.k}: "
-            f"{model.runs} simulated runs of each strategy</span>")
+def _status_html(model: ReliabilityModel, seconds: Optional[float] = None) -> str:
+    took = "" if seconds is None else f", recomputed in {seconds:.1f} s"
+    return (f"<span style='color:#333'>p={model.p:.3f}, n={model.n}, k={model.k}: "
+            f"{model.runs} simulated runs of each strategy{took}</span>")
 
 
 class ReliabilityExplorer:
     """Sliders for p, n and k; the curves, simulated points and cost redraw on release.
 
-    While a change is being simulated the status line says "recomputing…"; the sliders wrap
-    onto new lines rather than shrink when the window is narrow."""
+    While a change is being simulated the status line says "recomputing…", and then how
+    long it took; the sliders wrap onto new lines rather than shrink when the window is
+    narrow."""
 
     def __init__(self, p: float = 0.95, n: int = 6, k: int = 3, runs: int = 200, seed: int = 0,
                  model: Optional[ReliabilityModel] = None):
@@ -428,16 +468,22 @@ class ReliabilityExplorer:
         self.status.value = ("<span style='color:#b35900'>recomputing… "
                              f"({2 * self.model.runs} simulated runs)</span>")
         try:
+            started = time.perf_counter()
             self.model.set(p=self.p.value, n=self.n.value, k=self.k.value)
-            self.refresh()
+            self.refresh(time.perf_counter() - started)
         except Exception as exc:  # shown in the panel: a callback's error is otherwise lost
             self.status.value = (f"<span style='color:#c0392b'>could not recompute: "
                                  f"{html.escape(type(exc).__name__)}: {html.escape(str(exc))}</span>")
 
-    def refresh(self):
+    def refresh(self, started_seconds_ago: Optional[float] = None):
+        """Redraw from the model; with the seconds a change has taken so far, the status
+        line says how long the whole recompute took (so a learner knows what to expect)."""
+        began = time.perf_counter()
         self.image.value = self.model.png()
         self.readout.value = _readout_html(self.model)
-        self.status.value = _status_html(self.model)
+        seconds = None if started_seconds_ago is None else \
+            started_seconds_ago + time.perf_counter() - began
+        self.status.value = _status_html(self.model, seconds)
 
     def _repr_mimebundle_(self, **kwargs):
         bundle = self.panel._repr_mimebundle_(**kwargs)

@@ -116,13 +116,33 @@ def ledger_table(world):
 
 
 def events_table(engine, run_id: str):
-    """The run's event log (starts, resumes, failed attempts, endings), one row per event."""
+    """The run's event log (starts, resumes, failed attempts, endings), one row per event.
+
+    Times are seconds since the run's first event, the detail of a park included: the
+    engine logs a wait's deadline (or a sleep's wake time) as a clock reading, which this
+    shows as "deadline at 259,219.191 s (in 3 d 0 h 00 m)" rather than a raw epoch."""
     events = engine.events(run_id)
     workers = _friendly_workers([e.worker for e in events])
     start = events[0].at if events else 0.0
     rows = [{"at (s)": round(e.at - start, 3), "event": e.kind, "step": e.name or "",
-             "worker": w, "detail": e.detail or ""} for e, w in zip(events, workers)]
+             "worker": w, "detail": _detail(e, start)} for e, w in zip(events, workers)]
     return _pandas().DataFrame(rows, columns=["at (s)", "event", "step", "worker", "detail"])
+
+
+# park events whose detail is the moment the run becomes due again, and what to call it
+_DUE = {"waiting": "deadline", "sleeping": "wakes"}
+
+
+def _detail(event, start: float) -> str:
+    if event.kind in _DUE and event.detail:
+        try:
+            due = float(event.detail)
+        except ValueError:
+            return event.detail
+        from ..trace import format_duration
+        return (f"{_DUE[event.kind]} at {due - start:,.3f} s "
+                f"(in {format_duration(due - event.at)})")
+    return event.detail or ""
 
 
 def sweep_table(rows, value: str = "refunds"):

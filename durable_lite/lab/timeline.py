@@ -216,9 +216,12 @@ def _legend():
     from matplotlib.patches import Patch
     return [Patch(color=COLORS["model"], label="model call"),
             Patch(color=COLORS["tool"], label="tool step"),
-            Patch(color=COLORS["failed"], label="failed attempt (with the backoff before it)"),
+            Patch(color=COLORS["failed"], label="failed attempt"),
             Patch(facecolor=COLORS["parked"], hatch="//", edgecolor="#7f8c8d",
-                  label="parked: no worker, no process")]
+                  label="parked: no worker, no process"),
+            # every retry's segment, failed or not, begins where the attempt before it ended
+            Patch(facecolor="white", edgecolor="white",
+                  label="a retry's segment includes the backoff before it")]
 
 
 _UNTIL = {"signal": "until its signal came", "timeout": "until its deadline",

@@ -3,10 +3,12 @@
 A lesson's scratch folder is a real temporary folder whose path never appears in output.
 
 `my_work/` is the learner's own folder beside the course (git ignores it). `make lab`
-creates it and copies every exercise notebook into it that is not there yet, so new
-exercises arrive after a `git pull`, and a file already there is never replaced: it may hold
-hours of someone's work. Nothing else in the course writes to it. To start an exercise
-over, delete your copy; the next `make lab` brings a fresh one.
+creates it and copies into it every exercise notebook, and the crash playground (where you
+write workflows of your own), that is not there yet: new exercises arrive after a `git
+pull`, and a file already there is never replaced, since it may hold hours of someone's
+work. Nothing else in the course writes to it. To start an exercise over, delete your
+copy; the next `make lab` brings a fresh one. The lessons themselves stay in `notebooks/`,
+which JupyterLab serves read-only (`contents.py`).
 """
 
 import atexit
@@ -17,6 +19,9 @@ from pathlib import Path
 from typing import List
 
 MY_WORK = "my_work"
+
+# What `make lab` copies into my_work/: (folder of the course, glob of its files).
+YOURS = (("exercises", "*.ipynb"), ("notebooks", "crash_playground.ipynb"))
 
 
 class ScratchFolder(str):
@@ -42,8 +47,14 @@ def scratch_folder(label="lesson") -> ScratchFolder:
     return ScratchFolder(label)
 
 
-def copy_missing_exercises(root=".", my_work=MY_WORK) -> List[Path]:
-    """Copy each `exercises/*.ipynb` that `my_work` lacks into it; return the copies made.
+def originals(root=".") -> List[Path]:
+    """The course's files that learners work on in copies of their own (see YOURS)."""
+    root = Path(root)
+    return [source for folder, pattern in YOURS for source in sorted((root / folder).glob(pattern))]
+
+
+def copy_missing_work(root=".", my_work=MY_WORK) -> List[Path]:
+    """Copy each of `originals()` that `my_work` lacks into it; return the copies made.
 
     Creates the folder if needed. Never overwrites: a copy is written under a temporary
     name and then linked into place, which fails if the name is taken, so even two
@@ -53,7 +64,7 @@ def copy_missing_exercises(root=".", my_work=MY_WORK) -> List[Path]:
     target = root / my_work
     target.mkdir(parents=True, exist_ok=True)
     copied = []
-    for source in sorted((root / "exercises").glob("*.ipynb")):
+    for source in originals(root):
         destination = target / source.name
         if destination.exists():
             continue

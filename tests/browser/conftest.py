@@ -73,12 +73,13 @@ def chromium(lab_server):
 
 @pytest.fixture
 def open_lesson(lab_server, chromium, screenshot_folder, request):
-    """open_lesson(path) -> a NotebookPage on a fresh copy of that lesson, kernel idle."""
+    """open_lesson(path, width=1400) -> a NotebookPage on a fresh copy of that lesson, kernel
+    idle, in a window `width` pixels wide (JupyterLab's file browser open, as it starts)."""
     pages = []
     request.node.lesson_pages = pages
 
-    def open_(path: Path) -> NotebookPage:
-        context = chromium.new_context(viewport={"width": 1400, "height": 900})
+    def open_(path: Path, width: int = 1400) -> NotebookPage:
+        context = chromium.new_context(viewport={"width": width, "height": 900})
         page = NotebookPage(context, lab_server, lab_server.fresh_copy(path), Path(path).stem)
         pages.append(page)
         return page.open()

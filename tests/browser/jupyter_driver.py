@@ -1,9 +1,11 @@
 """Drive a real JupyterLab in a real browser: start a server, open a lesson, run it, click.
 
 `LabServer` starts JupyterLab on 127.0.0.1 with a token and throwaway config, data, runtime,
-IPython and matplotlib folders, serving fresh copies of the lessons (a save from the browser
-can never touch the committed notebooks). `NotebookPage` is one lesson open in one browser
-page with its own kernel.
+IPython and matplotlib folders, with the options `make lab` gives it (read-only lessons, no
+news pop-up, no update check: `durable_lite.lab.launch.course_options`). By default it
+serves fresh copies of the lessons, read-only like the originals; given a `course` folder
+it serves that folder as `make lab` serves the course. `NotebookPage` is one lesson open in
+one browser page with its own kernel.
 
 Nothing here sleeps for a fixed time. Two conditions do all the waiting:
 
@@ -29,6 +31,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+from durable_lite.lab.launch import course_environment, course_options, die_with_parent
+
 # How long a condition may take before the test fails. Generous: two cores are shared with
 # other work, and a lesson's Run All takes 2-11 s on a quiet machine. What the page shows
 # after the kernel has answered needs only a moment to be drawn.
@@ -37,20 +41,21 @@ EXPECT_TIMEOUT_MS = 20_000
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
-# ipywidgets' own message when a view cannot be built (a model missing, an extension broken).
+# ipywidgets' own messages when a view cannot be built (a model missing, an extension
+# broken), or not yet (no kernel has the model, maybe never will).
 WIDGET_ERROR_TEXT = "Error displaying widget"
+WIDGET_LOADING_TEXT = "Loading widget"
 
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run",
                  "--disable-dev-shm-usage"]
 
-# Settings a learner would click away once: no news pop-up (it also asks the network), no
-# autosave (the copies are thrown away; a save in the middle of a test only costs time).
-LAB_SETTINGS = {
-    "@jupyterlab/apputils-extension/notification.jupyterlab-settings":
-        {"fetchNews": "false", "checkForUpdates": False},
-    "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
-}
+# The news pop-up is switched off by `make lab`'s own defaults, which every server here
+# gets, so the tests see what a learner sees. Settings a test may add as the learner's own:
+AUTOSAVE = "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings"
+
+# JupyterLab's "would you like to get notified about official Jupyter news?" pop-up.
+NEWS_POPUP_TEXT = "official Jupyter news"
 
 
 def find_chromium():
@@ -87,12 +92,24 @@ def button(scope, label):
 
 # -------------------------------------------------------------------------------------------
 class LabServer:
-    """A JupyterLab server serving throwaway copies of the course's lessons."""
+    """A JupyterLab server, set up as `make lab` sets it up.
 
-    def __init__(self, notebooks: Path, workdir: Path):
+    notebooks: the lessons folder that `fresh_copy` copies from (into `copy-N/notebooks/`,
+    read-only like the lessons themselves). course: serve this folder instead, as `make lab`
+    serves the course (its `notebooks/` read-only, by make lab's own rule). settings: the
+    learner's own JupyterLab settings, {settings file: values}. disabled_extensions: lab
+    extensions to switch off, as a JupyterLab installed without them would be.
+    """
+
+    def __init__(self, notebooks: Path, workdir: Path, course: Path = None, settings=None,
+                 disabled_extensions=()):
         self.notebooks, self.workdir = Path(notebooks), Path(workdir)
-        self.root = self.workdir / "served"
-        self.root.mkdir(parents=True)
+        self.course = None if course is None else Path(course)
+        self.root = self.course or self.workdir / "served"
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.settings = dict(settings or {})
+        self.disabled_extensions = list(disabled_extensions)
         self.token = os.urandom(12).hex()
         self.copies = 0
         self.shutdowns = []                  # kernels being shut down in the background
@@ -109,13 +126,26 @@ class LabServer:
             env[name] = str(folder)
         env.pop("JUPYTERLAB_SETTINGS_DIR", None)
         env.pop("JUPYTERLAB_WORKSPACES_DIR", None)
+        env.pop("JUPYTER_CONFIG_PATH", None)
         settings = Path(env["JUPYTER_CONFIG_DIR"]) / "lab" / "user-settings"
-        for relative, values in LAB_SETTINGS.items():
+        for relative, values in self.settings.items():
             path = settings / relative
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps(values))
         env["PYTHONUNBUFFERED"] = "1"
+        env = course_environment(env, self.workdir / "course-settings")
+        if self.disabled_extensions:
+            page_config = self.workdir / "course-settings" / "labconfig" / "page_config.json"
+            page_config.write_text(json.dumps(
+                {"disabledExtensions": {name: True for name in self.disabled_extensions}}))
         return env
+
+    def read_only_options(self):
+        """The copies are lessons too: read-only, like the folder they come from."""
+        if self.course is not None:
+            return []                        # make lab's own rule: the course's notebooks/
+        return [f"--CourseContentsManager.read_only={pattern}"
+                for pattern in ("copy-*/notebooks", "copy-*/notebooks/*")]
 
     def start(self):
         env = self.environment()
@@ -125,12 +155,14 @@ class LabServer:
                        "--ServerApp.ip=127.0.0.1", "--ServerApp.port_retries=0",
                        f"--IdentityProvider.token={self.token}",
                        f"--ServerApp.root_dir={self.root}",
-                       "--LabApp.expose_app_in_browser=True"]   # lets a test call Lab's commands
+                       "--LabApp.expose_app_in_browser=True",   # lets a test call Lab's commands
+                       *course_options(), *self.read_only_options()]
             if hasattr(os, "getuid") and os.getuid() == 0:
                 command.append("--allow-root")
             log = open(self.log_path, "a")
+            # dies with the test process, however it ends (Linux): no JupyterLab left behind
             self.process = subprocess.Popen(command, cwd=self.root, env=env, stdout=log,
-                                            stderr=subprocess.STDOUT)
+                                            stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
             log.close()
             if self._wait_until_ready(port):
                 self.url = f"http://127.0.0.1:{port}"
@@ -399,6 +431,10 @@ class NotebookPage:
                     found.append(self.output(cell["index"], position))
         return found
 
+    def outputs_saying(self, text: str):
+        """The cell outputs on the page that show `text`."""
+        return self.page.locator(".jp-OutputArea-output").filter(has_text=text)
+
     def cell(self, index: int):
         return self.page.locator(".jp-Notebook .jp-Cell").nth(index)
 
@@ -409,11 +445,18 @@ class NotebookPage:
     def problems(self):
         """Everything on the page that says something went wrong, as readable lines."""
         found = list(self.console_errors)
-        shown = self.page.get_by_text(WIDGET_ERROR_TEXT).count()
+        shown = self.outputs_saying(WIDGET_ERROR_TEXT).count()   # in outputs, not in the prose
         if shown:
             found.append(f"{shown} output(s) say {WIDGET_ERROR_TEXT!r}")
+        loading = self.outputs_saying(WIDGET_LOADING_TEXT)
+        try:                                 # a view says so for a moment while it is built
+            expect(loading).to_have_count(0, timeout=EXPECT_TIMEOUT_MS)
+        except AssertionError:
+            found.append(f"{loading.count()} output(s) still say {WIDGET_LOADING_TEXT!r}")
         found += [f"widget callback: {line.strip()}"
                   for line in self.page.evaluate("() => window.__durableLite.callbackOutput")]
+        if self.page.get_by_text(NEWS_POPUP_TEXT).count():
+            found.append("JupyterLab's news pop-up covers the page (make lab switches it off)")
         badge = self.page.locator(".jp-LogConsoleStatusItem:not(.lm-mod-hidden)")
         if badge.count():
             found.append("the status bar shows Log Console messages: "

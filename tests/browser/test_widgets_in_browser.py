@@ -238,8 +238,23 @@ def drive_approval_inbox(notebook, keep_screenshot):
     assert inboxes, f"{notebook.name}: builds an ApprovalInbox but none is displayed"
     live = inboxes[-1]                           # the inbox of the lesson's last "process"
     notebook.focus = live
-    approve = live.locator(ENABLED_APPROVE)
     keep_screenshot(notebook, "inbox-after-run-all")
+    # After Run All, a run that a later cell decided is shown as decided, not offered
+    decided = 0
+    for inbox in inboxes:
+        rows = inbox.locator(".dl-inbox-row")
+        for index in range(rows.count()):
+            row = rows.nth(index)
+            if "dl-inbox-decided" in (row.get_attribute("class") or ""):
+                decided += 1
+                expect(row).to_contain_text("decided:")
+                expect(row.locator("button.dl-approve")).to_be_hidden()
+                expect(row.locator("button.dl-reject")).to_be_hidden()
+            elif "Closed:" not in inbox.locator(".dl-inbox-header").text_content():
+                expect(row).to_contain_text("deadline")
+                expect(row.locator("button.dl-approve")).to_be_enabled()
+    assert decided, f"{notebook.name}: no inbox row shows a run decided by a later cell"
+    approve = live.locator(ENABLED_APPROVE)
     if approve.count() == 0:
         return
     before = live.text_content()

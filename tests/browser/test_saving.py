@@ -1,0 +1,226 @@
+"""Run, save, reopen, pull: the lessons stay as the course ships them, and their widgets live.
+
+`make lab` serves `notebooks/` read-only (durable_lite/lab/contents.py): JupyterLab never
+autosaves a lesson, Ctrl-S says "read-only, use Save as…", and the server refuses a save
+whoever asks. These tests serve a git repository holding the course the way `make lab`
+serves it, with the learner's autosave on and quick, and use lesson 00 as a learner does.
+Then they check what lesson 00 promises about widgets: a saved copy whose kernel has gone
+shows "Error displaying widget" (or "Loading widget...") until its cell runs again, and
+without the widget extension a widget stays a line of text.
+"""
+
+import hashlib
+import re
+import shutil
+import subprocess
+import time
+
+import pytest
+
+from durable_lite.lab.workspace import copy_missing_work
+from jupyter_driver import AUTOSAVE, CHROMIUM_ARGS, LabServer, NotebookPage, button, expect, find_chromium
+from widget_lessons import NOTEBOOKS, ROOT, code_cells
+
+LESSON = "notebooks/00_welcome.ipynb"
+CONTROL = "my_work/01_naive_retry.ipynb"      # a writable notebook, opened beside the lesson
+AUTOSAVE_EVERY = 1                              # seconds (JupyterLab's default is 120)
+AUTOSAVE_DEADLINE = 120                         # seconds: a busy machine is slow, not broken
+
+pytestmark = pytest.mark.browser
+
+
+# lesson 00's "does it work?" button: the first code cell that builds it
+CLICK_ME = next(i for i, source in code_cells(NOTEBOOKS / "00_welcome.ipynb")
+                if 'description="Click me"' in source)
+
+
+def welcome_prose() -> str:
+    import nbformat
+    nb = nbformat.read(NOTEBOOKS / "00_welcome.ipynb", as_version=4)
+    return " ".join(" ".join(c.source.split()) for c in nb.cells if c.cell_type == "markdown")
+
+
+def digest(path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def git(course, *args) -> str:
+    return subprocess.run(["git", *args], cwd=course, capture_output=True, text=True, check=True).stdout
+
+
+@pytest.fixture
+def course(tmp_path):
+    """A git repository holding the course's lessons, exercises and .gitignore, committed,
+    with `my_work/` filled as `make lab` fills it."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    repo = tmp_path / "course"
+    shutil.copytree(NOTEBOOKS, repo / "notebooks",
+                    ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+    shutil.copytree(ROOT / "exercises", repo / "exercises")
+    shutil.copy(ROOT / ".gitignore", repo / ".gitignore")
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "-c", "user.email=test@example.com", "-c", "user.name=test", "commit", "-q", "-m", "the course")
+    copy_missing_work(repo)
+    return repo
+
+
+@pytest.fixture
+def browser():
+    from playwright.sync_api import expect as playwright_expect, sync_playwright
+    from jupyter_driver import EXPECT_TIMEOUT_MS
+
+    playwright_expect.set_options(timeout=EXPECT_TIMEOUT_MS)
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=find_chromium(), headless=True,
+                                              args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def pages(request):
+    """The pages a test opens (screenshotted if it fails), closed when it ends."""
+    opened = []
+    request.node.lesson_pages = opened
+    yield opened
+    for page in opened:
+        page.close()
+
+
+@pytest.fixture
+def serve(tmp_path):
+    """serve(course, **options) -> a started LabServer, stopped when the test ends."""
+    servers = []
+
+    def start(course, **options):
+        server = LabServer(NOTEBOOKS, tmp_path / f"lab-{len(servers)}", course=course, **options)
+        servers.append(server)
+        return server.start()
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+def open_page(browser, server, path, pages):
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    page = NotebookPage(context, server, path, path.rsplit("/", 1)[-1])
+    pages.append(page)
+    return page.open()
+
+
+def click_me(notebook):
+    """Lesson 00's "does it work?" button: click it; the label beside it must count."""
+    out = notebook.widget_outputs()[0]
+    notebook.focus = out
+    button(out, "Click me").click()
+    notebook.settle()
+    expect(out).to_contain_text("clicked 1 time(s): widgets work")
+
+
+def wait_for(condition, deadline: float, what: str):
+    end = time.monotonic() + deadline
+    while not condition():
+        if time.monotonic() > end:
+            pytest.fail(f"waited {deadline:.0f} s for {what}", pytrace=False)
+        time.sleep(0.2)                 # polling a file that a browser writes, not a wait for work
+
+
+def test_run_all_save_and_reopen_leave_the_lesson_as_shipped_and_its_widgets_live(
+        course, browser, serve, pages, keep_screenshot):
+    lesson, control = course / LESSON, course / CONTROL
+    shipped, control_before = digest(lesson), digest(control)
+    server = serve(course, settings={AUTOSAVE: {"autosave": True, "autosaveInterval": AUTOSAVE_EVERY}})
+    notebook = open_page(browser, server, LESSON, pages).run_all()
+    click_me(notebook)
+    page = notebook.page
+    expect(page.locator(".jp-NotebookPanel-toolbar")).to_contain_text("notebook is read-only")
+    news = page.evaluate("""async () => {
+        const s = await window.jupyterapp.serviceManager.settings.fetch(
+            '@jupyterlab/apputils-extension:notification');
+        const mine = (s.settings || {}).fetchNews;        // the learner's own, if any
+        return mine === undefined ? s.schema.properties.fetchNews.default : mine; }""")
+    assert news == "false", f"JupyterLab would ask about its news (fetchNews={news!r})"
+
+    page.keyboard.press("Control+s")                     # what every learner does
+    expect(page.get_by_text(re.compile(r'is read-only\. Use "Save as…" instead'))).to_be_visible()
+    keep_screenshot(notebook, "ctrl-s")
+    refused = page.evaluate("""async () => {
+        try { await window.__durableLitePanel.context.save(); return 'saved'; }
+        catch (error) { return String(error); } }""")
+    assert "read-only" in refused and "my_work/" in refused, refused   # the server says no too
+    page.locator(".jp-Dialog button").filter(has_text="Close").click()
+
+    # Autosave works for the learner's own files: a notebook of my_work/, changed after
+    # the lesson ran, is saved by it; by then the lesson has had the same chances.
+    page.evaluate("""async path => {
+        const widget = await window.jupyterapp.commands.execute('docmanager:open', {path});
+        await widget.context.ready;
+        const cell = widget.content.model.cells.get(0);
+        cell.sharedModel.setSource(cell.sharedModel.getSource() + ' ');
+    }""", CONTROL)
+    wait_for(lambda: digest(control) != control_before, AUTOSAVE_DEADLINE,
+             f"JupyterLab's autosave (every {AUTOSAVE_EVERY} s) to save {CONTROL}, "
+             "a writable notebook changed after the lesson ran")
+    assert digest(lesson) == shipped, "the lesson's file changed"
+    assert git(course, "status", "--porcelain") == ""
+    notebook.context.close()                             # the learner closes the tab
+
+    again = open_page(browser, server, LESSON, pages)    # ... and comes back later
+    shown = again.focus = again.cell(CLICK_ME).locator(".jp-OutputArea-output").first
+    expect(shown).to_contain_text("HBox(children=")      # the line lesson 00 says to expect
+    again.assert_no_problems("after reopening the lesson")   # no "Loading widget...", no error
+    keep_screenshot(again, "reopened")
+    again.run_all()
+    click_me(again)                                     # live again
+    again.assert_no_problems("after running the reopened lesson")
+    assert digest(lesson) == shipped and git(course, "status", "--porcelain") == ""
+
+
+def test_a_saved_copy_whose_kernel_has_gone_shows_what_lesson_00_says(course, browser, serve,
+                                                                   pages, keep_screenshot):
+    """File → Save Notebook As… into my_work/ keeps the widget views; in a new kernel they
+    have no model. Lesson 00 names what the page then shows, and running the cell again
+    brings the widget back."""
+    copy = "my_work/00_welcome_mine.ipynb"
+    server = serve(course)
+    notebook = open_page(browser, server, LESSON, pages).run_all()
+    saved = notebook.page.evaluate("""async path => {
+        const content = window.__durableLitePanel.content.model.toJSON();
+        const model = await window.jupyterapp.serviceManager.contents.save(
+            path, {type: 'notebook', format: 'json', content});
+        return model.path; }""", copy)              # what Save As writes
+    assert saved == copy
+    notebook.close()                                    # the tab, and its kernel
+    for thread in server.shutdowns:
+        thread.join(timeout=60)
+
+    mine = open_page(browser, server, copy, pages)
+    dead = mine.cell(CLICK_ME).locator(".jp-OutputArea-output").first
+    mine.focus = dead
+    expect(dead).to_contain_text(re.compile(r"Loading widget|Error displaying widget"))
+    keep_screenshot(mine, "saved-copy-reopened")
+    shown = " ".join(dead.inner_text().split())
+    said = welcome_prose()
+    assert any(phrase in shown and phrase in said for phrase in
+               ("Loading widget...", "Error displaying widget: model not found")), \
+        f"the page shows {shown!r}; lesson 00 does not say so"
+    mine.run_all()
+    click_me(mine)
+
+
+def test_without_the_widget_extension_a_widget_stays_a_line_of_text(course, browser, serve,
+                                                                pages, keep_screenshot):
+    """Lesson 00: "If you still see a line of text after running the cell, the widget
+    extension is not active"."""
+    assert "you still see a line of text after running the cell" in welcome_prose()
+    server = serve(course, disabled_extensions=["@jupyter-widgets/jupyterlab-manager"])
+    notebook = open_page(browser, server, LESSON, pages)
+    notebook.command("notebook:run-all-cells")
+    notebook.settle()
+    out = notebook.focus = notebook.cell(CLICK_ME).locator(".jp-OutputArea-output").first
+    expect(out).to_contain_text("HBox(children=(Button(description='Click me'")
+    assert button(notebook.cell(CLICK_ME), "Click me").count() == 0
+    keep_screenshot(notebook, "no-widget-extension")

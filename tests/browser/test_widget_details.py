@@ -1,0 +1,136 @@
+"""What only a browser can see: colours as drawn, labels cut, columns that drift.
+
+- Lesson 13's decision table: after Check every chosen answer is filled green or red at
+  once (not one Check late), the key appears only then, and in a window 1100 px wide with
+  JupyterLab's file browser open its toggles stay on one line and its marks in columns.
+- The crash lab: every mode button shows its whole label and the selected one its check
+  mark, at 1400 and at 1100 px; the result beside each bar is as large as the panel's text.
+"""
+
+import re
+
+import pytest
+
+from durable_lite import costs
+from jupyter_driver import expect
+from widget_lessons import widget_lessons
+
+LESSONS = widget_lessons()
+WIDTHS = [pytest.param(1400, id="1400px"), pytest.param(1100, id="1100px-file-browser-open")]
+
+GREEN, RED = "rgb(30, 132, 73)", "rgb(192, 57, 43)"     # the table's #1e8449 and #c0392b
+KEY = {w.name: costs.reasons(w) for w in costs.EXAMPLES}
+
+
+def lesson_showing(kind_call: str):
+    """The first lesson with a code cell calling `kind_call` (e.g. "DecisionTable(")."""
+    from widget_lessons import code_cells
+    for lesson in LESSONS:
+        if any(kind_call in source for _, source in code_cells(lesson.path)):
+            return lesson
+    pytest.fail(f"no lesson calls {kind_call}")
+
+
+def background(locator) -> str:
+    return locator.evaluate("el => getComputedStyle(el).backgroundColor")
+
+
+def boxes(locator):
+    return [locator.nth(i).bounding_box() for i in range(locator.count())]
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("width", WIDTHS)
+def test_the_decision_table_colours_each_check_at_once_and_keeps_its_columns(
+        open_lesson, keep_screenshot, width):
+    lesson = lesson_showing("DecisionTable(")
+    notebook = open_lesson(lesson.path, width=width).run_all()
+    notebook.assert_no_problems("after Run All")
+    table = notebook.page.locator(".dl-decision-table").first
+    notebook.focus = table
+    table.scroll_into_view_if_needed()
+    expect(table.locator(".dl-key")).to_have_text("")                # no key before a check
+    answers = table.locator(".dl-answer")
+    assert answers.count() == len(KEY) * len(costs.REASONS)
+
+    # the layout: each toggle's two buttons side by side, every mark in its column
+    for i in range(answers.count()):
+        yes, no = boxes(answers.nth(i).locator("button"))
+        assert abs(yes["y"] - no["y"]) < 2 and no["x"] > yes["x"], \
+            f"{width} px: the toggles of cell {i} stack"
+    marks = table.locator(".dl-mark")
+    columns = len(costs.REASONS)
+    xs = [box["x"] for box in boxes(marks)]
+    for c in range(columns):
+        column = xs[c::columns]
+        assert max(column) - min(column) < 2, f"{width} px: the marks of column {c} drift: {column}"
+    keep_screenshot(notebook, f"decision-table-{width}")
+
+    # answer every cell, one of them wrong, then Check: the colours come with that Check
+    wrong = ("nightly research report", "long")
+    cells = [(w.name, r) for w in costs.EXAMPLES for r in costs.REASONS]
+    for i, (workload, reason) in enumerate(cells):
+        right = KEY[workload][reason]
+        pick = (not right) if (workload, reason) == wrong else right
+        answers.nth(i).locator("button").nth(0 if pick else 1).click()
+        notebook.settle()
+    table.locator("button.dl-check").click()
+    notebook.settle()
+    for i, cell in enumerate(cells):
+        chosen = answers.nth(i).locator("button.mod-active")
+        expect(chosen).to_have_count(1)
+        colour = RED if cell == wrong else GREEN
+        expect(chosen).to_have_css("background-color", colour)
+    expect(marks.nth(cells.index(wrong))).to_have_text("✗")
+    expect(table.locator(".dl-status")).to_contain_text("14 of 15 cells right")
+    expect(table.locator(".dl-key")).to_contain_text("The key")
+    keep_screenshot(notebook, f"decision-table-checked-{width}")
+
+    # a change makes the check stale: colours and key go until the next Check
+    fix = cells.index(wrong)
+    answers.nth(fix).locator("button").nth(0 if KEY[wrong[0]][wrong[1]] else 1).click()
+    notebook.settle()
+    assert background(answers.nth(0).locator("button.mod-active")) not in (GREEN, RED)
+    expect(table.locator(".dl-key")).to_have_text("")
+    table.locator("button.dl-check").click()
+    notebook.settle()
+    for i in range(len(cells)):
+        expect(answers.nth(i).locator("button.mod-active")).to_have_css("background-color", GREEN)
+    expect(table.locator(".dl-status")).to_have_text("all 15 cells right")
+    notebook.assert_no_problems("after checking the table")
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("width", WIDTHS)
+def test_the_crash_labs_mode_buttons_show_their_whole_label_and_check_mark(
+        open_lesson, keep_screenshot, width):
+    lesson = next(l for l in LESSONS if "CrashLab" in l.kinds)
+    notebook = open_lesson(lesson.path, width=width).run_all()
+    notebook.assert_no_problems("after Run All")
+    labs = notebook.widget_outputs("CrashLab")
+    longest = 0
+    for lab in labs:
+        notebook.focus = lab
+        lab.scroll_into_view_if_needed()
+        buttons = lab.locator(".dl-mode button")
+        for i in range(buttons.count()):
+            button = buttons.nth(i)
+            button.click()                           # select it: bold, with the check mark
+            notebook.settle()
+            expect(button).to_have_class(re.compile(r"\bmod-active\b"))
+            text = " ".join(button.text_content().split())
+            cut = button.evaluate("el => el.scrollWidth > el.clientWidth")
+            assert not cut, f"{width} px: the mode button {text!r} is cut"
+            mark = button.locator("i.fa-check")
+            expect(mark).to_be_visible()
+            inner, outer = mark.bounding_box(), button.bounding_box()
+            assert outer["x"] <= inner["x"] and inner["x"] + inner["width"] <= outer["x"] + outer["width"], \
+                f"{width} px: the check mark of {text!r} lies outside its button"
+            longest = max(longest, len(text))
+        notes = lab.locator(".dl-versus")
+        for i in range(notes.count()):
+            size = float(notes.nth(i).evaluate("el => parseFloat(getComputedStyle(el).fontSize)"))
+            assert size >= 12, f"the result beside a bar is {size} px"
+    assert longest >= len("checkpointed + key"), "no lab with the longest mode label was checked"
+    keep_screenshot(notebook, f"crash-lab-modes-{width}")
+    notebook.assert_no_problems("after selecting every mode")
