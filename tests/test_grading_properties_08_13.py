@@ -1,0 +1,228 @@
+"""Exercises 08 to 13: every property a check module's docstring names is proven here by an
+answer wrong in that property alone, which fails the test that names it on every seed,
+while right answers written other ways pass.
+
+The answers are what a learner writes in the notebook's answer cells, beside copies of the
+notebook's given code; they run through the checks in this process (fast). The helpers
+compare test names by their opening words, so a test can be renamed at its end without
+touching this file.
+"""
+
+import operator
+
+import pytest
+
+import durable_lite as dl
+from durable_lite.examples import world_at
+from durable_lite.grading import checks, exercise
+
+SEEDS = (1, 2, 3)           # a wrong answer must fail on each
+RIGHT_SEEDS = (1, 2)        # a right one must pass on each (test_grading.py adds fresh seeds)
+
+
+def run(exercise_id, qid, *answers, seed=None):
+    return checks.run_question(exercise(exercise_id), qid, answers, seed=seed)
+
+
+def named(result, prefix):
+    """The test of `result` whose name starts with `prefix` (exactly one)."""
+    found = [t for t in result.tests if t.name.startswith(prefix)]
+    assert len(found) == 1, f"{prefix!r} names {len(found)} tests of {result.question}"
+    return found[0]
+
+
+def fails(exercise_id, qid, *answers, tests, maybe=(), seeds=SEEDS):
+    """The answer fails every test named by a prefix in `tests`, on every seed, and no other
+    (but those in `maybe`); returns the first seed's result."""
+    results = []
+    for seed in seeds:
+        result = run(exercise_id, qid, *answers, seed=seed)
+        failed = {t.name for t in result.tests if t.status != checks.PASSED}
+        must = {named(result, p).name for p in tests}
+        may = must | {named(result, p).name for p in maybe}
+        assert must <= failed <= may, f"seed {seed}:\n{result.report()}"
+        assert all(t.status == checks.FAILED for t in result.tests if t.name in failed), \
+            f"seed {seed}:\n{result.report()}"
+        results.append(result)
+    return results[0]
+
+
+def passes(exercise_id, qid, *answers, seeds=RIGHT_SEEDS):
+    for seed in seeds:
+        result = run(exercise_id, qid, *answers, seed=seed)
+        assert result.status == checks.PASSED, f"seed {seed}:\n{result.report()}"
+
+
+def no_answer_in(text, *pieces):
+    """A hint read alone must not hand over the answer: none of these pieces of it."""
+    for piece in pieces:
+        assert piece not in text, f"{piece!r} is in {text!r}"
+
+
+# 08 · budgets --------------------------------------------------------------------------------
+# the notebook's given code
+MAX_STEPS = 200
+GOAL = "summarise every durable execution engine"
+
+
+class StepLimit:
+    def __init__(self, limit):
+        self.limit, self.used = limit, 0
+
+    def charge(self):
+        self.used += 1
+        if self.used > self.limit:
+            raise RuntimeError(f"step limit of {self.limit} reached")
+
+
+worker_limit = None
+
+
+def think(folder, goal, turn):
+    if worker_limit is not None:
+        worker_limit.charge()
+    return world_at(folder).llm.complete(f"{goal} (turn {turn})")
+
+
+def agent_recording(name="think", cost=lambda answer: answer["cost"], goal_of=lambda goal: goal):
+    """An agent as q1 asks for it, with one thing changed: its step's name, its cost
+    function, or the goal it asks about."""
+    @dl.workflow(f"test-p08-{name}-{id(cost)}", version=1)
+    def agent(ctx, folder, goal, max_turns=1000):
+        for turn in range(max_turns):
+            ctx.step(dl.Step(name, cost=cost), think, folder, goal_of(goal), turn)
+        return {"turns": max_turns}
+    return agent
+
+
+Q1_TESTS = {"name": "one model call per turn", "dollars": "each model call's dollars",
+            "budget": "a cost budget stops the run"}
+
+
+def test_08_q1_the_right_agent_passes():
+    passes("08_budgets", "q1", agent_recording())
+
+
+def test_08_q1_a_renamed_model_step_fails_the_name_test():
+    """The issue's wrong answer: the step renamed "think-model" although the task keeps it.
+    Its dollars are right, and its budget halts: only the name is wrong."""
+    result = fails("08_budgets", "q1", agent_recording(name="think-model"),
+                   tests=[Q1_TESTS["name"]])
+    test = named(result, Q1_TESTS["name"])
+    assert "['think-model']" in test.message and "'think'" in test.message
+    no_answer_in(test.hint, "cost=", "lambda")
+
+
+@pytest.mark.parametrize("cost, says", [
+    (lambda answer: answer["tokens"] / 1000 * 0.01, "the lessons' price"),    # a price of one's own
+    (lambda answer: 0.0005, "the same $0.0005"),                             # a fixed number
+    (lambda answer: answer["tokens"], "tokens, not its dollars"),
+    (lambda answer: answer["cost"] * 1000, "1000 times what the provider billed"),
+], ids=["the lessons' price", "a fixed number", "the tokens", "milli-dollars"])
+def test_08_q1_dollars_other_than_the_bill_fail_with_what_the_steps_recorded(cost, says):
+    result = fails("08_budgets", "q1", agent_recording(cost=cost), tests=[Q1_TESTS["dollars"]],
+                   maybe=[Q1_TESTS["budget"]])
+    test = named(result, Q1_TESTS["dollars"])
+    assert "recorded other dollars than the provider billed" in test.message
+    assert says in test.hint
+    no_answer_in(test.hint, 'answer["cost"]', "lambda")
+
+
+def test_08_q1_an_agent_that_asks_about_the_notebooks_goal_fails_the_name_test():
+    result = fails("08_budgets", "q1", agent_recording(goal_of=lambda goal: GOAL),
+                   tests=[Q1_TESTS["name"]])
+    assert "the model was asked" in named(result, Q1_TESTS["name"]).message
+
+
+def test_08_q1_no_cost_at_all_fails_the_dollars_and_the_budget():
+    result = fails("08_budgets", "q1", agent_recording(cost=None),
+                   tests=[Q1_TESTS["dollars"], Q1_TESTS["budget"]])
+    assert "no step recorded any dollars" in named(result, Q1_TESTS["dollars"]).hint
+    for test in result.tests:
+        no_answer_in(test.hint, "cost=lambda", 'answer["cost"]')
+
+
+@dl.workflow("test-p08-one-step-object", version=1)
+def agent_with_one_step_object(ctx, folder, goal, max_turns=1000):
+    thinking = dl.Step(name="think", cost=operator.itemgetter("cost"))     # made once
+    turn = 0
+    while turn < max_turns:
+        ctx.step(thinking, think, folder, goal, turn)
+        turn += 1
+    return {"turns": max_turns}
+
+
+def test_08_q1_right_agents_written_another_way_pass():
+    passes("08_budgets", "q1", agent_with_one_step_object)
+
+
+Q2_TESTS = ("one worker, no crash", "a worker dies every few dozen", "a worker dies after most")
+
+
+def start_with_the_budget(engine, agent, folder, run_id):
+    return engine.start(agent, folder, GOAL, run_id=run_id, budget=dl.Budget(max_steps=MAX_STEPS))
+
+
+def test_08_q2_the_right_start_agent_passes():
+    passes("08_budgets", "q2", start_with_the_budget)
+
+
+def test_08_q2_a_forgotten_return_is_told_so_without_the_answer():
+    def start_agent(engine, agent, folder, run_id):
+        engine.start(agent, folder, GOAL, run_id=run_id, budget=dl.Budget(max_steps=MAX_STEPS))
+
+    result = fails("08_budgets", "q2", start_agent, tests=Q2_TESTS)
+    for test in result.tests:
+        assert "returned None" in test.message
+        no_answer_in(test.hint, "engine.start(", "budget=", "dl.Budget(")
+
+
+def test_08_q2_no_hint_prints_the_answer():
+    """Whatever a wrong start_agent did, no hint of q2 holds the line that answers it."""
+    def attempt_local(engine, agent, folder, run_id):
+        global worker_limit
+        worker_limit = StepLimit(MAX_STEPS)
+        return engine.start(agent, folder, GOAL, run_id=run_id)
+
+    result = fails("08_budgets", "q2", attempt_local, tests=Q2_TESTS)
+    for test in result.tests:
+        no_answer_in(test.hint, "engine.start(", "budget=dl.Budget(max_steps=MAX_STEPS)")
+    assert any("every new worker" in t.hint for t in result.tests)
+
+
+my_agent = agent_recording(name="think")
+
+
+def test_08_q2_starting_another_agent_than_the_one_given_fails():
+    def start_agent(engine, agent, folder, run_id):
+        return engine.start(my_agent, folder, GOAL, run_id=run_id,        # wrong: not `agent`
+                            budget=dl.Budget(max_steps=MAX_STEPS))
+
+    result = fails("08_budgets", "q2", start_agent, tests=Q2_TESTS)
+    assert "start_agent was given the agent" in result.tests[0].message
+
+
+def test_08_q2_a_run_id_of_its_own_fails():
+    def start_agent(engine, agent, folder, run_id):
+        return engine.start(agent, folder, GOAL, run_id="agent-run",        # wrong: a literal id
+                            budget=dl.Budget(max_steps=MAX_STEPS))
+
+    result = fails("08_budgets", "q2", start_agent, tests=Q2_TESTS)
+    assert all("the run_id start_agent is called with" in t.hint for t in result.tests)
+
+
+def test_08_q2_a_halted_run_continued_by_the_next_worker_fails():
+    """Right until the run halts; the next worker (a restarted pod) then lets it go on. Only
+    the worker started after the halt shows it, in every test."""
+    def start_agent(engine, agent, folder, run_id):
+        try:
+            run = engine.get(run_id)
+        except dl.UnknownRunError:
+            return engine.start(agent, folder, GOAL, run_id=run_id,
+                                budget=dl.Budget(max_steps=MAX_STEPS))
+        if run.status == "halted":                   # wrong: "finish the job"
+            return engine.resume(run_id, budget=dl.Budget(max_steps=2 * MAX_STEPS))
+        return engine.resume(run_id)
+
+    result = fails("08_budgets", "q2", start_agent, tests=Q2_TESTS)
+    assert all("then one more worker called start_agent" in t.message for t in result.tests)
