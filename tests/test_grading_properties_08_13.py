@@ -226,3 +226,178 @@ def test_08_q2_a_halted_run_continued_by_the_next_worker_fails():
 
     result = fails("08_budgets", "q2", start_agent, tests=Q2_TESTS)
     assert all("then one more worker called start_agent" in t.message for t in result.tests)
+
+
+# 09 · compensation ---------------------------------------------------------------------------
+from durable_lite.booking import UNDO_RETRY  # noqa: E402
+from durable_lite.sim import OFFERS, travel_at  # noqa: E402
+
+
+def charge_card(folder, trip_id, amount, reference):
+    return travel_at(folder).charge(trip_id, amount, reference=reference)
+
+
+def book(folder, offer, reference, trip_id):
+    return travel_at(folder).book(offer, reference=reference, trip=trip_id)
+
+
+def trip_total(offers):
+    return sum(OFFERS[offer]["price"] for offer in offers)
+
+
+def confirm(folder, to, trip_id, bookings, idempotency_key):
+    return world_at(folder).mailer.send(to, f"Trip {trip_id} is booked: {', '.join(bookings)}",
+                                        idempotency_key=idempotency_key)
+
+
+def apologise(folder, to, trip_id, reason, idempotency_key):
+    return world_at(folder).mailer.send(
+        to, f"Sorry: trip {trip_id} could not be booked ({reason}); anything charged is refunded",
+        idempotency_key=idempotency_key)
+
+
+def refund_card(folder, reference, idempotency_key):
+    return travel_at(folder).refund(reference, idempotency_key=idempotency_key)
+
+
+def cancel_booking(folder, reference, idempotency_key):
+    return travel_at(folder).cancel(reference, idempotency_key=idempotency_key)
+
+
+def trip_agent(label, charge_name=lambda: "charge", line_name=lambda offer: OFFERS[offer]["kind"],
+               total=trip_total, charge_ref=None, line_ref=None):
+    """q2's agent with one thing changed: a step's name, the total, or how references are
+    made (charge_ref(ctx, trip_id), line_ref(ctx, trip_id, line))."""
+    charge_ref = charge_ref or (lambda ctx, trip_id: ctx.idempotency_key("charge", trip_id))
+    line_ref = line_ref or (lambda ctx, trip_id, line: ctx.idempotency_key("book", trip_id, line))
+
+    @dl.workflow(f"test-p09-{label}", version=1)
+    def party_trip(ctx, folder, trip_id, offers):
+        booked = []
+        with dl.Saga(ctx, undo_retry=UNDO_RETRY) as saga:
+            paid = charge_ref(ctx, trip_id)
+            saga.step(charge_name(), charge_card, folder, trip_id, total(offers), paid,
+                      undo=(refund_card, folder, paid))
+            for line, offer in enumerate(offers):
+                seat = line_ref(ctx, trip_id, line)
+                booking = saga.step(line_name(offer), book, folder, offer, seat, trip_id,
+                                    undo=(cancel_booking, folder, seat))
+                booked.append(booking["booking_id"])
+        return {"trip": trip_id, "charged": trip_total(offers), "bookings": booked}
+    return party_trip
+
+
+Q2_09_ENDINGS = ("nothing is refused", "the card is declined", "the first line",
+                 "a line in the middle", "the last line", "a line is booked but")
+AGAIN = "the same trip asked for again"
+
+
+def test_09_q2_the_right_agent_passes():
+    passes("09_compensation", "q2", trip_agent("right"), seeds=(1,))
+
+
+def test_09_q2_step_names_other_than_the_lessons_fail_every_ending():
+    """The issue's wrong answer: "payment" and "book-{offer}". Its references, undos and
+    totals are right, so before the names were read it passed."""
+    result = fails("09_compensation", "q2",
+                   trip_agent("names", charge_name=lambda: "payment",
+                              line_name=lambda offer: f"book-{offer}"),
+                   tests=Q2_09_ENDINGS)
+    test = named(result, "nothing is refused")
+    assert "'payment'" in test.message and "named as the lesson names them" in test.message
+    assert "kind" in test.hint
+
+
+def test_09_q2_a_wrong_total_is_told_about_the_total_not_the_references():
+    """Each offer charged once (the party's second seat is free): every ending with an
+    offer on two lines before its refusal fails, told about the charge, not undo references."""
+    result = fails("09_compensation", "q2",
+                   trip_agent("unique-total", total=lambda offers: trip_total(set(offers))),
+                   tests=["nothing is refused", "a line in the middle", "the last line",
+                          "a line is booked but"],
+                   maybe=["the card is declined", "the first line", AGAIN])
+    for prefix in ("nothing is refused", "a line in the middle"):
+        test = named(result, prefix)
+        assert "the desk charged" in test.message and "lines cost" in test.message
+        assert "each offer once" in test.hint
+        no_answer_in(test.hint, "reference", "trip_total(")
+
+
+def test_09_q2_references_made_from_the_trip_alone_fail_only_the_second_run():
+    """Stable on every replay and different for every line, but the same in every run:
+    the trip asked for again is answered with the first run's charge."""
+    result = fails("09_compensation", "q2",
+                   trip_agent("trip-refs", charge_ref=lambda ctx, trip_id: f"{trip_id}:charge",
+                              line_ref=lambda ctx, trip_id, line: f"{trip_id}:{line}"),
+                   tests=[AGAIN])
+    test = named(result, AGAIN)
+    assert "repeat: True" in test.message and "every run" in test.hint
+
+
+DONE = {}
+
+
+def refund_remembered(folder, reference, idempotency_key):
+    """Wrong: a repeat is recognised by the notebook's memory, which a new process has not."""
+    if idempotency_key not in DONE:
+        DONE[idempotency_key] = travel_at(folder).refund(reference)
+    return DONE[idempotency_key]
+
+
+def cancel_remembered(folder, reference, idempotency_key):
+    if idempotency_key not in DONE:
+        DONE[idempotency_key] = travel_at(folder).cancel(reference)
+    return DONE[idempotency_key]
+
+
+def test_09_q1_undos_that_remember_in_memory_fail_only_the_new_process():
+    result = fails("09_compensation", "q1", refund_remembered, cancel_remembered,
+                   tests=["each undo run again by a new process"])
+    test = named(result, "each undo run again by a new process")
+    assert "made 2 refunds" in test.message and "nothing in memory" in test.hint
+
+
+def refund_the_trips_last_charge(folder, reference, idempotency_key):
+    """Wrong: the charge found by trip and position, not by its reference."""
+    desk = travel_at(folder)
+    mine = [c for c in desk.world.ledger("charges").records() if c["key"] == reference]
+    if not mine:
+        return {"refunded": False}
+    trip = mine[0]["detail"]["trip"]
+    last = [c for c in desk.world.ledger("charges").records() if c["detail"]["trip"] == trip][-1]
+    return desk.refund(last["key"], idempotency_key=idempotency_key)
+
+
+def test_09_q1_an_undo_that_finds_the_charge_by_its_trip_fails():
+    result = fails("09_compensation", "q1", refund_the_trips_last_charge, cancel_booking,
+                   tests=["refund_card pays back"])
+    assert "refunded" in named(result, "refund_card pays back").message
+
+
+def test_09_no_hint_of_q1_prints_the_call_that_answers_it():
+    def refund_nothing(folder, reference, idempotency_key):
+        return None
+
+    result = run("09_compensation", "q1", refund_nothing, refund_nothing, seed=1)
+    for test in result.tests:
+        no_answer_in(test.hint, "travel_at(folder).refund(", "travel_at(folder).cancel(",
+                     "idempotency_key=idempotency_key")
+
+
+@dl.workflow("test-p09-mail-keyed-by-trip", version=1)
+def mail_keyed_by_the_trip(ctx, folder, trip_id, offers, to):
+    try:
+        trip = party_trip(ctx, folder, trip_id, offers)       # noqa: F821 (the check's own)
+    except dl.Compensated as undone:
+        ctx.step("correction", apologise, folder, to, trip_id, undone.error, f"sorry-{trip_id}")
+        raise
+    ctx.step("confirmation", confirm, folder, to, trip_id, trip["bookings"], f"booked-{trip_id}")
+    return trip
+
+
+def test_09_q3_email_keys_made_from_the_trip_alone_fail_only_the_second_run():
+    """Stable on every replay, so every crash test passes; a new run of the same trip is
+    answered by the mailer with the first run's message, and its customer hears nothing."""
+    result = fails("09_compensation", "q3", mail_keyed_by_the_trip, tests=[AGAIN])
+    test = named(result, AGAIN)
+    assert "the new run sent the customer nothing: the mailer answered" in test.message
