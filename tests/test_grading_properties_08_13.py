@@ -401,3 +401,32 @@ def test_09_q3_email_keys_made_from_the_trip_alone_fail_only_the_second_run():
     result = fails("09_compensation", "q3", mail_keyed_by_the_trip, tests=[AGAIN])
     test = named(result, AGAIN)
     assert "the new run sent the customer nothing: the mailer answered" in test.message
+
+
+# 13 · costs ------------------------------------------------------------------------------------
+# (the wrong answers of 13 are in test_grading_13.py's tables, each with the tests it fails:
+# "pays at a tie, from two steps" fails only the boundary of q2, "long at the line" only
+# the boundary of q3)
+from durable_lite.grading.cases import Draw  # noqa: E402
+from durable_lite.grading.exercises import ex13_costs as ex13  # noqa: E402
+
+
+def float_saving(w, q, n):
+    """What checkpoints save, as the solution adds it up in floats."""
+    top = resumed = 0.0
+    gets_through = 1.0
+    for _ in range(n):
+        gets_through *= 1 - q
+        top += w / gets_through
+        resumed += w / (1 - q)
+    return top - resumed
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_13_the_boundary_cases_are_exact_ties_in_floating_point_too(seed):
+    """At the drawn n, checkpoints cost exactly what they save, however the sum is taken;
+    one step more, they pay; one fewer, they do not."""
+    for w, q, h, n in ex13.boundary_cases(Draw(seed)):
+        assert ex13.exact_saving(w, q, n) == n * h == float_saving(w, q, n)
+        assert float_saving(w, q, n + 1) > (n + 1) * h
+        assert float_saving(w, q, n - 1) < (n - 1) * h or n == 1
