@@ -430,3 +430,73 @@ def test_13_the_boundary_cases_are_exact_ties_in_floating_point_too(seed):
         assert ex13.exact_saving(w, q, n) == n * h == float_saving(w, q, n)
         assert float_saving(w, q, n + 1) > (n + 1) * h
         assert float_saving(w, q, n - 1) < (n - 1) * h or n == 1
+
+
+# 10 · tracing ----------------------------------------------------------------------------------
+def split_counting(parked_kinds):
+    def time_spent(tree):
+        working = sum(s.duration for s in tree.children if s.kind == "execution")
+        parked = sum(s.duration for s in tree.children if s.kind in parked_kinds)
+        return {"working": working, "parked": parked, "no worker": tree.duration - working - parked}
+    return time_spent
+
+
+def slowest_step(tree):
+    seconds = {}
+    for step in tree.find(kind="step"):
+        seconds[step.name] = seconds.get(step.name, 0.0) + step.duration
+    return max(seconds, key=seconds.get)
+
+
+def test_10_q1_the_right_split_passes():
+    passes("10_tracing", "q1", split_counting(("wait", "sleep")), slowest_step, seeds=(1,))
+
+
+def test_10_q1_a_split_that_parks_waits_but_not_sleeps_fails_where_the_run_sleeps():
+    """The question says parked is waiting or sleeping; lesson 10's agent never sleeps, so
+    only the after-hours ticket, which sleeps until the morning, shows the difference."""
+    result = fails("10_tracing", "q1", split_counting(("wait",)), slowest_step,
+                   tests=["no worker died"], seeds=(1, 2))
+    test = named(result, "no worker died")
+    assert "slept" in test.message and "a sleep parks it too" in test.hint
+    no_answer_in(test.hint, "kind", "children of kind")
+
+
+# no hint hands over the answer -------------------------------------------------------------------
+def all_hints(exercise_id, qid, *answers, seeds=(1,)):
+    return [t.hint for seed in seeds for t in run(exercise_id, qid, *answers, seed=seed).tests
+            if t.status != checks.PASSED]
+
+
+def plain_export(tree, provider):
+    from durable_lite import otel
+    otel.export(tree, provider)
+
+
+def test_10_no_hint_prints_what_answers_the_question():
+    hints = []
+    hints += all_hints("10_tracing", "q1",
+                       lambda tree: {"working": 0.0, "parked": 0.0, "no worker": 0.0},
+                       lambda tree: "approval")
+    hints += all_hints("10_tracing", "q1", split_counting(("wait",)), slowest_step)
+    hints += all_hints("10_tracing", "q2", lambda tree: {}, lambda tree, world: 0.0)
+    hints += all_hints("10_tracing", "q3", lambda tree: tree.find(kind="execution")[-1])
+    hints += all_hints("10_tracing", "q4", plain_export)
+    assert len(hints) >= 12
+    for hint in hints:
+        no_answer_in(hint, "span.cost", "world.llm", "tree.cost", "tree.name", "extra_attributes=",
+                     'status == "completed"')
+
+
+def test_12_no_hint_of_q3_prints_the_fork_that_answers_it():
+    def resume_them(engine, run_ids):
+        for run_id in run_ids:
+            engine.resume(run_id)
+
+    def fork_anew(engine, run_ids):
+        for run_id in run_ids:
+            engine.fork(run_id, from_step="email")
+
+    for answer in (resume_them, fork_anew):
+        for hint in all_hints("12_versioning", "q3", answer):
+            no_answer_in(hint, "fork(", "from_step", "run id made from", "-fixed")
