@@ -500,3 +500,30 @@ def test_12_no_hint_of_q3_prints_the_fork_that_answers_it():
     for answer in (resume_them, fork_anew):
         for hint in all_hints("12_versioning", "q3", answer):
             no_answer_in(hint, "fork(", "from_step", "run id made from", "-fixed")
+
+
+def test_09_q2_an_undo_given_another_steps_reference_is_told_what_the_undos_found():
+    """Every line's undo given the charge's reference: the desk answers each that nothing is
+    booked under it. The hint lists those undos, not the refused line's own (which rightly
+    finds nothing)."""
+    @dl.workflow("test-p09-undo-by-charge", version=1)
+    def party_trip(ctx, folder, trip_id, offers):
+        booked = []
+        with dl.Saga(ctx, undo_retry=UNDO_RETRY) as saga:
+            paid = ctx.idempotency_key("charge", trip_id)
+            saga.step("charge", charge_card, folder, trip_id, trip_total(offers), paid,
+                      undo=(refund_card, folder, paid))
+            for line, offer in enumerate(offers):
+                seat = ctx.idempotency_key("book", trip_id, line)
+                booking = saga.step(OFFERS[offer]["kind"], book, folder, offer, seat, trip_id,
+                                    undo=(cancel_booking, folder, paid))      # wrong reference
+                booked.append(booking["booking_id"])
+        return {"trip": trip_id, "charged": trip_total(offers), "bookings": booked}
+
+    result = fails("09_compensation", "q2", party_trip,
+                   tests=["a line in the middle", "the last line", "a line is booked but"])
+    test = named(result, "a line in the middle")
+    assert "does not balance" in test.message and "nothing was done under the reference" in test.hint
+    refused_line = test.message.split("where line ")[1].split(" ")[0]
+    kinds = test.hint.split("the undos ")[1].split("]")[0]
+    assert kinds.count("undo:") == int(refused_line) - 1     # the lines booked before it

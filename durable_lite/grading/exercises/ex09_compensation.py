@@ -484,10 +484,13 @@ def _undo_answers(history) -> list:
             if isinstance(r["result"], dict)]
 
 
-def _balance_hint(out) -> str:
-    """Why the statement does not balance, from what each undo was answered."""
-    found_nothing = [label for label, answer in _undo_answers(out.history)
-                     if answer.get("cancelled") is False or answer.get("refunded") is False]
+def _balance_hint(out, trip) -> str:
+    """Why the statement does not balance, from what each undo was answered. (The undo of a
+    step refused before it did anything rightly finds nothing: it is left out.)"""
+    forward = _forward_and_undos(out.history)[0]
+    refused = {undo_name(r["step"]) for r in forward if r["status"] == "failed" and not trip.silent}
+    found_nothing = [label for label, answer in _undo_answers(out.history) if label not in refused
+                     and (answer.get("cancelled") is False or answer.get("refunded") is False)]
     statement = out.statement
     repeats = [label for label, answer in _undo_answers(out.history) if answer.get("repeat")]
     if repeats and (statement["held"] or statement["refunded"] < statement["charged"]):
@@ -545,7 +548,7 @@ def _expect_ledgers(out, trip, what, hint=""):
                    hint or UNDONE_AGAIN)
     if statement["balance"] != 0:
         raise Fail(f"{what}: for {trip}, the trip's statement does not balance: {_money(statement)}"
-                   f" (balance {statement['balance']} EUR)", hint or _balance_hint(out))
+                   f" (balance {statement['balance']} EUR)", hint or _balance_hint(out, trip))
     if trip.status == "compensated" and (cancellations, refunds) != (bookings, charges):
         raise Fail(f"{what}: for {trip}, {cancellations} cancellation(s) for {bookings} "
                    f"booking(s) and {refunds} refund(s) for {charges} charge(s)",
