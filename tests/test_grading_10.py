@@ -175,8 +175,9 @@ def sol(name):
 
 
 def executions_and_waits(tree):
+    """Right, so each answer below is wrong in one thing only (a sleep parks a run too)."""
     working = sum(s.duration for s in tree.children if s.kind == "execution")
-    parked = sum(s.duration for s in tree.children if s.kind == "wait")
+    parked = sum(s.duration for s in tree.children if s.kind in ("wait", "sleep"))
     return working, parked
 
 
@@ -203,7 +204,7 @@ def gaps_between_spans_only(tree):             # misses a dead worker's run lyin
 
 def finished_waits_only(tree):                 # an open wait is not parked time, it says
     working = sum(s.duration for s in tree.children if s.kind == "execution")
-    parked = sum(s.duration for s in tree.children if s.kind == "wait" and not s.open)
+    parked = sum(s.duration for s in tree.children if s.kind in ("wait", "sleep") and not s.open)
     return {"working": working, "parked": parked, "no worker": tree.duration - working - parked}
 
 

@@ -84,6 +84,7 @@ def one_flood(make_queue, key_for, case):
     queue, keys = ex11.queue_of(make_queue, case.limit), ex11.keys_of(key_for, case)
     flood = ex11.simulate(queue, case, keys)
     ex11.judge_limit(flood, f"the queue {queue!r}")
+    ex11.judge_busy(flood, f"the queue {queue!r}", "")
     ex11.judge_deadlines(flood, f"the queue {queue!r}", "", "", keys)
     return flood
 
@@ -128,10 +129,13 @@ def test_b_always_arrives_to_a_long_queue_of_a_and_its_deadline_is_shorter_than_
 
 
 def test_the_numbers_are_those_the_notebook_shows():
+    """The notebook shows the rules from dl.lab, and the checks use the very same."""
+    assert ex11.deadlines is dl.lab.flood_deadlines and ex11.WORKERS == dl.lab.FLOOD_WORKERS
     assert ex11.deadlines(10, 300, 10) == (1.25 * 31 + 7, 1.25 * 2 + 7)
     text = (ROOT / "solutions" / f"{NAME}.ipynb").read_text(encoding="utf-8")
     assert "A by 45.75 s, B by 9.50 s" in text
     assert f"{ex11.WORKERS} workers" in text and f"workers: {ex11.WORKERS}" in text
+    assert "durable_lite.grading.exercises" not in text      # the learner's cells use dl.lab
 
 
 # the solution ---------------------------------------------------------------------------------
@@ -184,9 +188,8 @@ def test_q1_a_key_that_is_not_a_string_is_named():
 # q2: the limits -------------------------------------------------------------------------------
 @pytest.mark.parametrize("make_queue, seed", [
     (lambda limit: dl.Queue("llm", concurrency=ex11.WORKERS, rate=(limit, 1.0)), 404),
-    (lambda limit: dl.Queue("llm", rate=(limit - 1, 1.0)), 505),        # a margin of one
     (lambda limit: dl.Queue("llm", per_key=4 * limit, rate=(limit, 1.0)), 606),
-], ids=["with-concurrency", "a-margin", "a-roomy-per-key"])
+], ids=["with-concurrency", "a-roomy-per-key"])
 def test_q2_right_queues_written_another_way_pass(make_queue, seed):
     draw = Draw(seed)
     one_flood(make_queue, key_for, ex11.draw_case(draw, ex11.BANDS[seed % 3]))
@@ -210,9 +213,10 @@ def test_q2_a_queue_is_flooded_as_the_plain_queue_its_fields_declare():
     (lambda limit: dl.Queue("llm", rate=(2 * limit, 2.0)), NEVER_OVER, 505, ["refused"]),
     (lambda limit: dl.Queue("llm", rate=(limit + 1, 1.0)), NEVER_OVER, 606, ["refused"]),
     (lambda limit: dl.Queue("llm", concurrency=3 * limit), NEVER_OVER, 707, ["refused"]),
-    (lambda limit: dl.Queue("llm", per_key=limit, rate=(limit, 1.0)), BUSY, 909, ["A's deadline"]),
+    (lambda limit: dl.Queue("llm", per_key=limit, rate=(limit, 1.0)), BUSY, 909, ["full"]),
+    (lambda limit: dl.Queue("llm", rate=(limit - 1, 1.0)), BUSY, 505, ["full"]),  # a margin of one
 ], ids=["the-lessons-limit", "a-two-second-window", "one-over", "three-times-the-concurrency",
-        "per-key-limit"])
+        "per-key-limit", "a-margin-of-one"])
 def test_q2_wrong_queues_fail_the_test_that_names_their_mistake(make_queue, test, seed, words):
     result = named(run_one("q2", test, make_queue, seed), words)
     if test == NEVER_OVER:
@@ -260,10 +264,11 @@ def test_a_queue_without_limits_fails_both_tests_even_with_a_summarise_of_the_no
 
 
 def test_trying_a_flood_in_the_notebook_prints_what_the_checks_judge(capsys):
-    outcome = ex11.try_flood(make_queue, key_for, limit=6, a_runs=60, b_runs=5, b_at=2.0)
+    outcome = dl.lab.try_flood(make_queue, key_for, limit=6, a_runs=60, b_runs=5, b_at=2.0)
     out = capsys.readouterr().out
     assert outcome.statuses == {"completed": 65} and outcome.provider["refused"] == 0
     assert "0 refused, at most 6 in one second" in out and "(deadline 9.1 s)" in out
+    assert "its full 6 in" in out and "seconds while runs waited" in out
 
 
 # graded as a notebook -------------------------------------------------------------------------
@@ -292,5 +297,5 @@ def test_graded_as_a_notebook_counting_runs_in_flight_keeps_the_limit_but_idles_
     """The first test of q2 passes (on a provider of every band), the second names the pace."""
     assert failing_tests(wrong_notebook, "q2") == [BUSY]
     [busy] = [t for t in wrong_notebook.question("q2")["tests"] if t["name"] == BUSY]
-    for words in ("Queue('llm', concurrency=", "A's deadline", "a second on average"):
+    for words in ("Queue('llm', concurrency=", "its full", "of those seconds"):
         assert words in busy["message"], busy["message"]

@@ -165,6 +165,13 @@ Q1_WRONG = {
     # the old code shipped again: nothing new happens
     "nothing new": ("def deploy(name):\n    dl.workflow(name, version=1)(refund_v1)\n",
                     [FRAUD_FIRST, SWEEP_APPROVED, SWEEP_NEVER]),
+    # the new step under a name of its own, although the question names it "fraud-check"
+    "another step name": (deploy_source(GATED.replace('ctx.step("fraud-check"', 'ctx.step("score-order"'),
+                                        AS_V1), [FRAUD_FIRST]),
+    # the check called outside a step: its key keeps the ledger right, but the run's history
+    # has no fraud check (a plain call runs again on every replay)
+    "a plain call": (deploy_source(GATED.replace('ctx.step("fraud-check", fraud_check,', 'fraud_check('),
+                                   AS_V1), [FRAUD_FIRST]),
     # registered under the production name, not the one the check gives
     "fixed name": (GATE_IN_V1.replace("def deploy(name):", "def deploy(ignored):\n    name = "
                                       "\"approval-refund\""),
@@ -191,11 +198,11 @@ def test_q1_feedback_names_the_run_and_where_it_parts_from_its_history():
 
 Q1_RIGHT = {
     "v2 beside v1": deploy_source(ALWAYS, AS_V2),
-    # version 2 written with its own helper and another name for the new step
-    "v2, a helper and another step name": '''
+    # version 2 written with its own helper, and a key of another name for the new step
+    "v2 and a helper": '''
 def deploy(name):
     def ask_with_score(ctx, folder, order_id, amount):
-        score = ctx.step("score-order", fraud_check, folder, order_id, ctx.idempotency_key("score", order_id))
+        score = ctx.step("fraud-check", fraud_check, folder, order_id, ctx.idempotency_key("score", order_id))
         return ctx.step("ask", ask_approver, folder, order_id, amount, score,
                         ctx.idempotency_key("ask", order_id))
 
@@ -365,7 +372,8 @@ def test_q3_feedback_says_what_each_customer_got():
     message = result.tests[1].message
     assert re.search(r"the customer of order [A-Z]-\d+ \(told '\$\d+ refunded for [A-Z]-\d+'\) got "
                      r"2 more email\(s\)", message)
-    assert "fork() with a run id made from the source's id" in result.tests[1].hint
+    assert "what could it find, in the store" in result.tests[1].hint
+    assert "fork" not in result.tests[1].hint                 # a hint says where to look
     paid = run("q3", answer(Q3_WRONG["fork from refund"][0], "resend"), seed=9)
     assert re.search(r"order [A-Z]-\d+ was paid 2 times \(before: 1\)", paid.tests[0].message)
 
@@ -401,7 +409,7 @@ def test_a_notebook_of_wrong_answers_fails_each_question_with_its_own_tests(tmp_
 
 def test_a_notebook_of_right_answers_by_other_routes_scores_full_marks(tmp_path):
     path = learner(NAME, tmp_path, start="solutions", cells={
-        "def deploy(name)": Q1_RIGHT["v2, a helper and another step name"],
+        "def deploy(name)": Q1_RIGHT["v2 and a helper"],
         "def can_retire(": Q2_RIGHT["replay checks"],
         "def resend(": Q3_RIGHT["the mailer, with a key of its own"]})
     score = grade_notebook(path)

@@ -31,8 +31,8 @@ SOLUTION = ROOT / "solutions" / f"{NAME}.ipynb"
 SEEDS = (11, 22, 33)
 
 NO_CRASH, ONE_STEP, RESUMED, FROM_THE_TOP = (t.name for t in ex13.q1.tests)
-RARE, FREQUENT, FREE, NO_CRASHES = (t.name for t in ex13.q2.tests)
-NONE, LONG, IRREVERSIBLE, WAITS, SEVERAL, LINE = (t.name for t in ex13.q3.tests)
+RARE, FREQUENT, FREE, NO_CRASHES, BOUNDARY = (t.name for t in ex13.q2.tests)
+NONE, LONG, IRREVERSIBLE, WAITS, SEVERAL, LINE, ON_THE_LINE = (t.name for t in ex13.q3.tests)
 
 
 def solution_cell(starts):
@@ -304,24 +304,29 @@ COUNT = '''    n = 1
 Q2_WRONG = {
     # the lesson's tool call, as printed
     "a literal from the lesson": ("def break_even_steps(w, q, h):\n    return 25\n",
-                                  [RARE, FREQUENT, FREE, NO_CRASHES]),
+                                  [RARE, FREQUENT, FREE, NO_CRASHES, BOUNDARY]),
     # the rule of thumb, where crashes are not rare
-    "the rule of thumb": (q2_source("    return math.floor(2 * h / (w * q)) + 2\n"), [FREQUENT]),
+    "the rule of thumb": (q2_source("    return math.floor(2 * h / (w * q)) + 2\n"),
+                          [FREQUENT, BOUNDARY]),        # the boundary's crashes are frequent
     # the rule of thumb with n for n - 1: one step short
     "the rule with n, not n - 1": (q2_source("    return math.floor(2 * h / (w * q)) + 1\n"),
-                                   [RARE, FREQUENT, FREE, NO_CRASHES]),
+                                   [RARE, FREQUENT, FREE, NO_CRASHES, BOUNDARY]),
     # exact, but the checkpoints' own cost left out: "pays" as soon as anything is saved
     "checkpoints treated as free": (q2_source(COUNT.format(test="from_the_top - resumed > 0")),
-                                    [RARE, FREQUENT]),
+                                    [RARE, FREQUENT, BOUNDARY]),
     # >= where it must be >: a one-step run "pays" when checkpoints are free
-    "pays at a tie": (q2_source(COUNT.format(test="from_the_top - resumed >= n * h")), [FREE]),
+    "pays at a tie": (q2_source(COUNT.format(test="from_the_top - resumed >= n * h")),
+                      [FREE, BOUNDARY]),
+    # >= again, counted from two (a one-step run never pays): only a tie at h > 0 shows it
+    "pays at a tie, from two steps": (q2_source(COUNT.format(
+        test="from_the_top - resumed >= n * h").replace("n = 1", "n = 2")), [BOUNDARY]),
     # forgets that without crashes nothing pays: counts for ever
     "no None": (COUNT.format(test="from_the_top - resumed > n * h").replace(
         "    n = 1", "def break_even_steps(w, q, h):\n    n = 1", 1), [NO_CRASHES]),
     # the library's answer, through the conversion a learner can work out
     "costs.break_even_steps": (q2_source(
         "    return costs.break_even_steps(w, -math.log1p(-q) * 3600 / w, h, 0.0, 3600)\n"),
-        [RARE, FREQUENT, FREE, NO_CRASHES]),
+        [RARE, FREQUENT, FREE, NO_CRASHES, BOUNDARY]),
 }
 
 
@@ -358,7 +363,7 @@ def test_q2_feedback_names_the_case_and_the_mistake_never_the_answer():
     tie = run("q2", Q2_WRONG["pays at a tie"][0], seed=3).tests[2]
     assert "a one-step run never pays" in tie.hint
     none = run("q2", "def break_even_steps(w, q, h):\n    return None\n", seed=3)
-    assert failing(none) == [RARE, FREQUENT, FREE, NO_CRASHES]   # None alone is no answer
+    assert failing(none) == [RARE, FREQUENT, FREE, NO_CRASHES, BOUNDARY]   # None alone is no answer
 
 
 Q2_RIGHT = {
@@ -444,7 +449,10 @@ def reasons_for(steps, long_seconds=60.0, long_dollars=1.0):
     # any step that has a harm field, or costs money, is an effect
     "every effect is irreversible": (q3_source(
         irreversible="irreversible = any(s['harm'] > 0 or s['dollars'] > 0 for s in steps)\n"),
-        [NONE, LONG, WAITS, SEVERAL, LINE]),
+        [NONE, LONG, WAITS, SEVERAL, LINE, ON_THE_LINE]),
+    # >= where it must be >: a run that costs exactly the line is "long"
+    "long at the line": (q3_source(long=RIGHT_LONG.replace(" > long_seconds", " >= long_seconds")
+                                   .replace(" > long_dollars", " >= long_dollars")), [ON_THE_LINE]),
     # the first reason found, as if one were enough to name
     "the first reason only": ('''
 def reasons_for(steps, long_seconds=60.0, long_dollars=1.0):
@@ -462,7 +470,7 @@ def reasons_for(steps, long_seconds=60.0, long_dollars=1.0):
 def reasons_for(steps, long_seconds=60.0, long_dollars=1.0):
     workload = costs.Workload("mine", [costs.StepCost(**s) for s in steps])
     return costs.reasons(workload, long_seconds, long_dollars)
-''', [NONE, LONG, IRREVERSIBLE, WAITS, SEVERAL, LINE]),
+''', [NONE, LONG, IRREVERSIBLE, WAITS, SEVERAL, LINE, ON_THE_LINE]),
     # never a reason
     "always retry from the top": ("def reasons_for(steps, long_seconds=60.0, long_dollars=1.0):\n"
                                   "    return set()\n",
@@ -538,6 +546,6 @@ def test_a_notebook_of_wrong_answers_fails_each_question_with_its_own_tests(tmp_
     score = grade_notebook(path, seed=13)
     assert statuses(score) == {"q1": "failed", "q2": "failed", "q3": "failed"}, score.report()
     assert failing_tests(score, "q1") == [FROM_THE_TOP]
-    assert failing_tests(score, "q2") == [FREQUENT]
+    assert failing_tests(score, "q2") == [FREQUENT, BOUNDARY]
     assert failing_tests(score, "q3") == [WAITS, SEVERAL]
-    assert score.passed == 3 + 3 + 4
+    assert score.passed == 3 + 3 + 5

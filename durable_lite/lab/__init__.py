@@ -42,6 +42,10 @@ _EXPORTS = {
     "last_answer": "flow",
     "tenant_finish_times": "flow",
     "outcomes_table": "flow",
+    # exercise 11: a flood to try your answers on
+    "try_flood": "flood_trial",
+    "flood_deadlines": "flood_trial",
+    "FLOOD_WORKERS": "flood_trial",
 }
 
 

@@ -4,15 +4,41 @@ The check plays the platform that keeps restarting a crashing worker: each attem
 fresh Engine on the same SQLite file (a new process), which crashes after a fixed number of
 model calls of its own; the next one calls the learner's start_agent again. It counts the
 model calls in the simulated provider's own ledger — every call, whatever the run thinks —
-and reads the run's status, halt reason and recorded cost from the store.
+and reads the run's status, halt reason, steps and recorded costs from the store.
 
 q1 runs the learner's agent workflow (does each model call record its cost?); q2 runs the
 learner's start_agent with the check's own copy of a correct agent, so q2 can be answered
 (and fails for the right reason) whatever state q1 is in.
 
-The goal, the number of turns, the cost budget and how often workers die are drawn for
-every check, and so is the step limit itself: q2 sets the notebook's MAX_STEPS to a drawn
-value while it runs (and puts it back), so a limit typed in as a number fails.
+What a right answer must have, and how the cases vary it:
+
+q1 `agent(ctx, folder, goal, max_turns=1000)`
+- the name: every model call is a step named "think", as given (the platform's crash
+  points, a dashboard and `invalidate` find it by that name). Read from the run's history,
+  and the workers die at "think" steps, so a renamed step also never crashes.
+- the loop: one model call per turn, `max_turns` of them (drawn, 25 to 50), about the goal
+  it was given (drawn: every prompt the provider saw must hold it), returning
+  {"turns": max_turns}.
+- the dollars: each step records what the provider billed for its own call, compared call by
+  call (each call costs a different amount, so a fixed number fails), and the run's cost is
+  their sum. The provider's price per token is drawn for every case, so a price of the
+  learner's own (the tokens times the lesson's price) fails too.
+- across crashes: workers die every 8 to 20 calls; what the replayed steps cost is counted
+  once, so the run's cost is the bill, however many workers it took.
+- the budget it makes possible: a drawn `max_cost` halts the run, across crashes, before it
+  overspends by more than a call or two.
+
+q2 `start_agent(engine, agent, folder, run_id)`
+- the limit lives with the run: every worker is a fresh engine, and workers die after 20 to
+  40% or 60 to 85% of the limit, so no count kept in a worker's memory reaches it; with no
+  crash, a limit that fails the run instead of halting it is caught too.
+- the boundary: exactly MAX_STEPS model calls in all, not one more or fewer.
+- the name: MAX_STEPS is drawn (120 to 260) and set in the notebook's globals while the test
+  runs (and put back), so a limit typed in as a number fails.
+- the ending: "halted", by max_steps — not failed by an exception inside a step.
+- the run: start_agent returns the Run of `run_id`, a run of the `agent` it was given.
+- after the halt: one more worker calls start_agent, as a restarted pod would; it makes no
+  model call (a budget computed from what seems left, or grown per worker, fails here).
 """
 
 import contextlib
@@ -24,27 +50,35 @@ from ...engine import Engine
 from ...errors import Crash
 from ...faults import AFTER_CHECKPOINT, CrashAt
 from ...policy import Budget, Step
+from ...run import Run
 from ...store import SQLiteStore
 from ...workflow import workflow
 from ..checks import Exercise, Fail, NotAttempted
 from ..harness import START, needs_callable, needs_workflow, scratch
+from ..ledgers import Ledgers
 
 EXERCISE = Exercise("08_budgets", "A budget that survives the resume",
                     lesson="notebooks/08_budgets_that_survive.ipynb")
 
-GOALS = ("summarise every durable execution engine", "compare five vector databases",
-         "plan a three-day trip to Lisbon", "review this quarter's incident reports",
-         "draft a migration plan from cron to a workflow engine")
+# The goals the cases draw from; never the notebook's own GOAL, so an agent that asks about
+# that one instead of the goal it is given is found out.
+GOALS = ("compare five vector databases", "plan a three-day trip to Lisbon",
+         "review this quarter's incident reports",
+         "draft a migration plan from cron to a workflow engine",
+         "find the slowest query in last week's logs", "summarise the on-call handbook")
 
 
 class Platform:
-    """Restarts a worker after every crash. Each worker: a fresh engine, `every` calls."""
+    """Restarts a worker after every crash. Each worker: a fresh engine, `every` calls.
+    price: the provider's dollars per 1,000 tokens (drawn: a price only it knows)."""
 
-    def __init__(self, folder):
+    def __init__(self, folder, price=None):
         self.folder = folder
         self.world_folder = os.path.join(folder, "world")
         self.clock = FakeClock(START)
         self.workers = 0
+        if price is not None:
+            examples.world_at(self.world_folder).llm.price = price
 
     def engine(self, crash=None):
         self.workers += 1
@@ -52,11 +86,21 @@ class Platform:
                       ids=SequentialIds("id"), seed=0, worker=f"worker-{self.workers}",
                       crash_at=crash)
 
+    @property
+    def llm(self):
+        return examples.world_at(self.world_folder).llm
+
     def calls(self):
-        return examples.world_at(self.world_folder).llm.calls()
+        return self.llm.calls()
 
     def billed(self):
-        return examples.world_at(self.world_folder).llm.total_cost()
+        return self.llm.total_cost()
+
+    def history(self, run_id):
+        """The run's steps as the store has them (read by the check, not by a worker)."""
+        reader = Engine(SQLiteStore(os.path.join(self.folder, "runs.db")), self.clock,
+                        worker="the-check")
+        return [row for row in reader.history(run_id) if row["kind"] == "step"]
 
     def keep_restarting(self, start, run_id, every=None, max_workers=60, namespaces=()):
         """Call `start(engine, run_id)` in worker after worker until the run stops running.
@@ -66,27 +110,44 @@ class Platform:
         None in `namespaces` (the globals of the learner's functions) before each worker.
         """
         for _ in range(max_workers):
-            for namespace in namespaces:
-                if "worker_limit" in namespace:
-                    namespace["worker_limit"] = None
-            self.clock.advance(60)
-            done = self.calls()
-            crash = None if every is None else CrashAt("think", AFTER_CHECKPOINT,
-                                                        occurrence=done + every)
-            engine = self.engine(crash)
-            try:
-                run = start(engine, run_id)
-            except Crash:
-                run = engine.get(run_id)
-            if run is None:
-                raise Fail("start_agent returned None; it should return the Run that "
-                           "engine.start returns")
-            if run.error and "NotImplementedError" in run.error:
-                raise NotAttempted("the agent still raises NotImplementedError")
+            run = self.one_worker(start, run_id, every, namespaces)
             if run.status != "running":
                 return run
         raise Fail(f"the run was still going after {max_workers} workers and "
                    f"{self.calls()} model calls")
+
+    def one_worker(self, start, run_id, every=None, namespaces=()):
+        for namespace in namespaces:
+            if "worker_limit" in namespace:
+                namespace["worker_limit"] = None
+        self.clock.advance(60)
+        done = self.calls()
+        crash = None if every is None else CrashAt("think", AFTER_CHECKPOINT,
+                                                    occurrence=done + every)
+        engine = self.engine(crash)
+        try:
+            run = start(engine, run_id)
+        except Crash:
+            if engine.store.get_run(run_id) is None:
+                raise Fail(f"a worker called start_agent(engine, agent, folder, {run_id!r}) and "
+                           f"died in the middle of a run, but the store has no run {run_id!r}",
+                           "use the run_id start_agent is called with") from None
+            run = engine.get(run_id)
+        if run is None:
+            raise Fail("start_agent returned None; it should return the Run it started or "
+                       "continued", "a function without a `return` line returns None: return "
+                       "what the engine gives back")
+        if not isinstance(run, Run):
+            raise Fail(f"start_agent returned {type(run).__name__} {run!r:.80}; it should "
+                       "return the Run it started or continued",
+                       "return what the engine gives back, not a part of it")
+        if run.error and "NotImplementedError" in run.error:
+            raise NotAttempted("the agent still raises NotImplementedError")
+        if run.run_id != run_id:
+            raise Fail(f"start_agent(engine, agent, folder, {run_id!r}) returned run "
+                       f"{run.run_id!r}: every worker must start or continue the run it is "
+                       "given", "use the run_id start_agent is called with")
+        return run
 
 
 def _namespaces(fn):
@@ -116,13 +177,22 @@ def _max_steps(namespaces, value):
 # q1 -----------------------------------------------------------------------------------------
 q1 = EXERCISE.question("q1", "count the model's dollars", answers=["agent"])
 
+LESSONS_PRICE = 0.01          # dollars per 1,000 tokens: the fake model's price in the lessons
+STEP_NAME = "think"
+
+
+def _price(draw) -> float:
+    """A provider's price per 1,000 tokens, never the lessons' (so only the answer knows it)."""
+    return round(draw.choice([draw.uniform(0.002, 0.007), draw.uniform(0.013, 0.03)]), 4)
+
 
 def _option_hint(run) -> str:
     """Hint for a step option passed where the step function's own arguments go."""
     if run.error and "unexpected keyword argument 'cost'" in run.error:
-        return ("every keyword argument of ctx.step goes to the step function; the cost is a "
-                "step option: ctx.step(dl.Step(\"think\", cost=...), think, ...)")
+        return ("every keyword argument of ctx.step goes to the step function: a step's own "
+                "options, such as what it cost, go where the step is named")
     return ""
+
 
 def _start_with(agent, platform, goal, budget=None, max_turns=None):
     """What each worker does in q1: start (or continue) the learner's agent directly."""
@@ -135,50 +205,119 @@ def _start_with(agent, platform, goal, budget=None, max_turns=None):
     return start
 
 
-@q1.test("each model call's dollars are recorded with its step: the run's cost is what the "
-         "model billed",
-         hint='dl.Step("think", cost=lambda answer: answer["cost"]) records each call\'s dollars '
-              "when it executes")
+def _completed(agent, draw, folder, price=None):
+    """A drawn number of turns about a drawn goal, through crashes, with no budget: returns
+    (platform, run, turns, goal, run id) once the run completed."""
+    turns, goal, run_id = draw.randint(25, 50), draw.choice(GOALS), draw.run_id("cost")
+    platform = Platform(folder, price)
+    run = platform.keep_restarting(_start_with(agent, platform, goal, max_turns=turns), run_id,
+                                   every=draw.randint(8, 20), namespaces=_namespaces(agent))
+    if run.status != "completed":
+        raise Fail(f"a {turns}-turn run with no budget ended {run.status}: {run.error}",
+                   _option_hint(run))
+    return platform, run, turns, goal, run_id
+
+
+def _names(rows) -> list:
+    """The step names of history rows, without their occurrence numbers ("think#3")."""
+    return [row["step"].split("#")[0] for row in rows]
+
+
+@q1.test("one model call per turn, recorded as a step named 'think', about the goal it was "
+         "given, through crashes",
+         hint="the loop, its step's name and its arguments stay as given: only the step's "
+              "options change")
 def _(agent, draw):
-    turns = draw.randint(25, 50)
     with scratch("ex08") as folder:
-        platform = Platform(folder)
-        run = platform.keep_restarting(
-            _start_with(agent, platform, draw.choice(GOALS), max_turns=turns), draw.run_id("cost"),
-            every=draw.randint(8, 20), namespaces=_namespaces(agent))
-        if run.status != "completed":
-            raise Fail(f"a {turns}-turn run with no budget ended {run.status}: {run.error}",
-                       _option_hint(run))
+        platform, run, turns, goal, run_id = _completed(agent, draw, folder)
+        names = sorted(set(_names(platform.history(run_id))))
+        if names != [STEP_NAME]:
+            raise Fail(f"the run recorded its model calls as steps named {names}; the task keeps "
+                       f"the name {STEP_NAME!r}",
+                       "a step's name is how the platform, a dashboard or an invalidate finds it "
+                       "(the platform here crashes workers at 'think' steps): keep it")
         if platform.calls() != turns:
             raise Fail(f"a run started with max_turns={turns} made {platform.calls()} model calls; "
-                       f"expected {turns}, one per turn", "loop for turn in range(max_turns)")
+                       f"expected {turns}, one per turn",
+                       "the loop runs max_turns turns, one model call each, as given")
+        strays = [bill["prompt"] for bill in Ledgers(platform.world_folder).model_bills()
+                  if goal not in bill["prompt"]]
+        if strays:
+            raise Fail(f"the run was started with the goal {goal!r}, but the model was asked "
+                       f"{strays[0]!r}", "pass the goal the workflow is given on to think")
+        if run.result != {"turns": turns}:
+            raise Fail(f"the run returned {run.result!r}; expected {{'turns': {turns}}}, as given")
+
+
+def _cost_hint(recorded, bills) -> str:
+    """Where the recorded dollars went wrong, from what the steps recorded next to what the
+    provider billed for the same calls (never the code that records them right)."""
+    costs = [cost for cost, _ in recorded]
+    if not any(costs):
+        return ("no step recorded any dollars: the engine learns what a step cost from the "
+                "step's options, as it records the step's result")
+    if len(set(costs)) == 1:
+        return (f"every step recorded the same ${costs[0]:g}, but the provider billed each call "
+                "a different amount: the dollars of a call are in what the call returned")
+    if all(abs(cost - bill["tokens"]) < 1e-9 for cost, bill in recorded):
+        return "each step recorded its call's tokens, not its dollars"
+    if all(abs(cost - bill["tokens"] / 1000 * LESSONS_PRICE) < 1e-6 for cost, bill in recorded):
+        return ("each step recorded its tokens at the lessons' price; this provider charges "
+                "another price. What the call itself reported costing is the bill")
+    ratios = {round(cost / bill["cost"], 6) for cost, bill in recorded if bill["cost"]}
+    if len(ratios) == 1:
+        return (f"each step recorded {ratios.pop():g} times what the provider billed for its "
+                "call: record the dollars as the answer reports them")
+    return "compare what each step recorded with what its own call reported costing"
+
+
+@q1.test("each model call's dollars are recorded with its step, as the provider billed them: "
+         "the run's cost is the bill, across crashes",
+         hint="the engine counts a step's dollars once, when it executes; a replayed step is "
+              "not billed again")
+def _(agent, draw):
+    with scratch("ex08") as folder:
+        platform, run, turns, goal, run_id = _completed(agent, draw, folder, _price(draw))
+        bills = {bill["generation"]: bill for bill in Ledgers(platform.world_folder).model_bills()}
+        recorded = []
+        for row in platform.history(run_id):
+            answer = row["result"] if isinstance(row["result"], dict) else {}
+            bill = bills.get(answer.get("generation"))
+            if bill is not None:
+                recorded.append((row["cost"], bill))
+        wrong = [(row_cost, bill) for row_cost, bill in recorded
+                 if abs(row_cost - bill["cost"]) > 1e-9]
         billed = platform.billed()
-        if run.cost <= 0:
-            raise Fail(f"the run's recorded cost is {run.cost}, but the model billed ${billed:.4f}",
-                       'give the step a cost: dl.Step("think", cost=lambda answer: answer["cost"])')
+        if wrong:
+            cost, bill = wrong[0]
+            raise Fail(f"{len(wrong)} of the run's {len(recorded)} 'think' steps recorded other "
+                       f"dollars than the provider billed: the call of generation "
+                       f"{bill['generation']} recorded ${cost:.6f}, billed ${bill['cost']:.6f} "
+                       f"({bill['tokens']} tokens)", _cost_hint(recorded, bills))
         if abs(run.cost - billed) > 1e-9:
-            raise Fail(f"the run's recorded cost is ${run.cost:.6f}; the model billed ${billed:.6f}",
-                       "each call costs a different amount, and its answer says how much under "
-                       "'cost': record that (cost=lambda answer: answer[\"cost\"]), not a fixed "
-                       "number or the tokens")
+            raise Fail(f"the run's recorded cost is ${run.cost:.6f}; the model billed "
+                       f"${billed:.6f} over {platform.workers} workers",
+                       "every call the provider billed is a step the run recorded: count each "
+                       "once, with its step")
 
 
 @q1.test("a cost budget stops the run across crashes, before it overspends by more than one call",
          hint="the engine can only stop on cost if each step records what its call really cost")
 def _(agent, draw):
-    max_cost = round(draw.uniform(0.01, 0.03), 4)
+    price = _price(draw)
+    max_cost = round(draw.uniform(2.2, 5.0) * price, 6)     # about 40 to 90 calls' worth
     with scratch("ex08") as folder:
-        platform = Platform(folder)
+        platform = Platform(folder, price)
         run = platform.keep_restarting(
             _start_with(agent, platform, draw.choice(GOALS), Budget(max_cost=max_cost), 1000),
-            draw.run_id("cost"), every=draw.randint(20, 40), namespaces=_namespaces(agent))
+            draw.run_id("cost"), every=draw.randint(12, 25), namespaces=_namespaces(agent))
         billed = platform.billed()
-        llm = examples.world_at(platform.world_folder).llm
-        one_call = llm.total_cost() / max(1, llm.calls())
+        one_call = billed / max(1, platform.calls())
         if run.status != "halted" or "max_cost" not in (run.halt_reason or ""):
             raise Fail(f"with dl.Budget(max_cost={max_cost}) the run ended {run.status} "
                        f"({run.halt_reason or run.error}) after billing ${billed:.4f}",
-                       _option_hint(run))
+                       _option_hint(run) or "the engine can only stop on cost if each step "
+                                            "records what its call really cost")
         if billed > max_cost + 2 * one_call:
             raise Fail(f"the run was billed ${billed:.4f} with a budget of ${max_cost}")
 
@@ -204,27 +343,36 @@ def _via(start_agent, platform):
     return lambda engine, run_id: start_agent(engine, reference_agent, platform.world_folder, run_id)
 
 
+NAME_NOT_NUMBER = "use MAX_STEPS, the name, not its value: the check gives it other values"
+
+
 def _stopped_at_budget(run, platform, when, limit):
     calls = platform.calls()
+    if run.workflow != reference_agent.name:
+        raise Fail(f"{when}: the run is a run of {run.workflow!r}; start_agent was given the "
+                   f"agent {reference_agent.name!r}",
+                   "start the agent start_agent is given, not one of the notebook's")
     if calls > limit and run.status == "halted":
         raise Fail(f"{when}: the agent made {calls} model calls with MAX_STEPS = {limit}; "
                    f"the budget halted the run too late ({run.halt_reason})",
-                   "max_steps counts every step the run has executed, across all workers: "
-                   "use exactly MAX_STEPS — the name, not a number (the check changes it)")
+                   "the engine counts every step the run has executed, across all workers, "
+                   "and halts before the one past the limit: " + NAME_NOT_NUMBER)
     if calls > limit:
+        several = platform.workers > 1
         raise Fail(f"{when}: the agent made {calls} model calls across {platform.workers} "
                    f"worker(s), with MAX_STEPS = {limit}; the run ended {run.status}",
-                   "a limit kept in the worker's memory starts at zero in every new worker; "
-                   "pass budget=dl.Budget(max_steps=MAX_STEPS) to engine.start, so the engine "
-                   "counts the run's recorded steps instead")
+                   "a limit kept in the worker's memory starts at zero in every new worker: "
+                   "only one the engine keeps with the run, in the store, sees every worker's "
+                   "steps" if several else
+                   "nothing stopped the run at the limit, even in one worker")
     if run.status != "halted":
         detail = f": {run.error}" if run.error else ""
         raise Fail(f"{when}: the run ended {run.status}{detail} after {calls} model calls; "
                    "expected the engine's budget to halt it",
-                   "a dl.Budget halts the run cleanly (status 'halted'); an exception raised "
-                   "by a limit inside a step fails it instead")
+                   "an engine's budget halts the run cleanly (status 'halted'); an exception "
+                   "raised by a limit inside a step fails it instead")
     if calls != limit or "max_steps" not in (run.halt_reason or ""):
-        hint = "use MAX_STEPS — the name, not a number (the check changes it)"
+        hint = NAME_NOT_NUMBER
         if calls < limit and "max_steps" in (run.halt_reason or ""):
             hint = ("the engine already counts every step the run has executed, in every "
                     "worker: give the whole MAX_STEPS each time, not what seems to be left")
@@ -238,15 +386,24 @@ def _budget_test(start_agent, draw, every):
     with scratch("ex08") as folder, _max_steps(namespaces, limit):
         platform = Platform(folder)
         crash_every = None if every is None else max(1, int(limit * every(draw)))
-        run = platform.keep_restarting(_via(start_agent, platform), draw.run_id("agent"),
-                                       every=crash_every, namespaces=namespaces)
+        start, run_id = _via(start_agent, platform), draw.run_id("agent")
+        run = platform.keep_restarting(start, run_id, every=crash_every, namespaces=namespaces)
         when = "with no crash" if every is None else f"with a crash every {crash_every} calls"
         _stopped_at_budget(run, platform, when, limit)
+        calls = platform.calls()
+        again = platform.one_worker(start, run_id, namespaces=namespaces)   # a pod restarts
+        if platform.calls() != calls or again.status != "halted":
+            raise Fail(f"{when}: the run halted at MAX_STEPS = {limit} model calls; then one more "
+                       f"worker called start_agent, and the run ended {again.status} after "
+                       f"{platform.calls()} calls in all",
+                       "a restarted worker calls start_agent for a run that already halted: "
+                       "the limit it gives must be the same MAX_STEPS, whatever the run has "
+                       "used so far")
 
 
 @q2.test("one worker, no crash: the run halts at MAX_STEPS model calls",
-         hint="engine.start(agent, folder, GOAL, run_id=run_id, "
-              "budget=dl.Budget(max_steps=MAX_STEPS))")
+         hint="the limit is the run's, given when the run starts, and the engine enforces it "
+              "(lesson 08, section 2)")
 def _(start_agent, draw):
     _budget_test(start_agent, draw, None)
 

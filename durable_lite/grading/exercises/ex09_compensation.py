@@ -19,6 +19,48 @@ q3  the emails around the agent, with the check's own agent in place of q2's: on
 
 The crash sweeps go through `harness.sweep_of`, whose clean run may end "completed" or
 "compensated" here (most trips are undone); the tests judge which is right for the trip.
+
+What a right answer must have, and how the cases vary it:
+
+q1 `refund_card(folder, reference, idempotency_key)`, `cancel_booking(...)`
+- the reference: it undoes what was done under its reference and nothing else: the desk
+  already holds other trips' charges and bookings, and our trip a second charge and a
+  second booking of the same offer, each under a reference of its own.
+- the whole of it: a refund pays back all of the charge (no fee kept).
+- run again: a second call with the same key (a crash in its window) undoes nothing more;
+  so does a second call by a new process (a fresh Python process with only the answer's
+  code in it), so a memo kept in the notebook's memory fails.
+- nothing to undo: with a reference nothing was done under, it changes nothing and does
+  not raise (the saga also undoes the step that failed).
+- in a saga: inside the check's own agent, crashed at every point, each undo once and the
+  statement balanced.
+
+q2 `party_trip(ctx, folder, trip_id, offers)`
+- the charge: one, first, for the price of every line (a party's repeated lines included).
+- the names: "charge", then each line by its offer's kind ("flight", "hotel#2"), as the
+  lesson names them; the lines booked in the order of `offers`.
+- the references: one per effect, stable on every replay (an offer on two lines in every
+  trip but the declined one, so references made from the offer collide; every point
+  crashed and resumed, so references from the clock or uuid4 book twice), and different
+  in every run: the same trip asked for again after it was undone is charged and booked
+  afresh.
+- every ending: booked; declined (the charge's own undo runs, on nothing); refused at the
+  first line, in the middle, at the last; a line booked whose answer never came (its own
+  booking undone too). Booked ends "completed", the rest "compensated", the undos newest
+  first and last, every statement balanced, nothing undone twice.
+- the result: the bookings the desk recorded.
+
+q3 `trip_with_mail(ctx, folder, trip_id, offers, to)`
+- one email per run, to the customer: the confirmation with the desk's bookings once the
+  trip is booked, or the correction saying what went wrong once every undo has run; the
+  email is the run's last step; the run still ends "compensated" when undone.
+- the email's key: stable on every replay (every point crashed), and new in every run: the
+  same trip asked for again after it was undone, and undone again, gets its own correction
+  (a key made from the trip, or from the trip and the kind of email, collides there).
+
+Feedback is derived from what the run and the desk recorded (the charge's amount, the step
+names, what each undo answered, which ledger grew after a crash), not from the first rule
+that could explain a failure.
 """
 
 import contextlib
@@ -31,9 +73,11 @@ from ...saga import Saga, undo_name
 from ...sim import CARD_LIMIT, OFFERS, travel_at
 from ...workflow import workflow
 from ..checks import Exercise, Fail, NotAttempted
+from ..child import run_fresh, write_module
 from ..harness import (EngineRuns, crash_label, needs_callable, needs_workflow, scratch,
                        sweep_of, unfinished)
 from ..ledgers import Ledgers
+from ..portable import NotPortable, module_source
 
 EXERCISE = Exercise("09_compensation", "Undo what was done",
                     lesson="notebooks/09_when_a_step_fails_for_good.ipynb")
@@ -269,18 +313,23 @@ class Outcome:
 
 
 def _run_once(wf, trip, draw, *extra) -> Outcome:
-    from ...sweep import world_effects
     with scratch("ex09") as folder:
-        world = os.path.join(folder, "world")
-        runs = EngineRuns(folder)
-        run_id = draw.run_id("trip")
-        run = runs.run(wf, world, trip.trip_id, trip.offers, *extra, run_id=run_id)
-        desk = travel_at(world)
-        return Outcome(run, runs.engine().history(run_id), desk.statement(trip.trip_id),
-                       world_effects(world),
-                       {name: desk.world.ledger(name).records()
-                        for name in ("charges", "bookings", "cancellations")},
-                       Ledgers(world).mail())
+        return _run_in(folder, EngineRuns(folder), wf, trip, draw, *extra)
+
+
+def _run_in(folder, runs, wf, trip, draw, *extra) -> Outcome:
+    """One run of `trip` (a new run id) in the world and store of `folder`. The ledgers it
+    returns hold what the world recorded so far, this run's and any before it."""
+    from ...sweep import world_effects
+    world = os.path.join(folder, "world")
+    run_id = draw.run_id("trip")
+    run = runs.run(wf, world, trip.trip_id, trip.offers, *extra, run_id=run_id)
+    desk = travel_at(world)
+    return Outcome(run, runs.engine().history(run_id), desk.statement(trip.trip_id),
+                   world_effects(world),
+                   {name: desk.world.ledger(name).records()
+                    for name in ("charges", "bookings", "cancellations")},
+                   Ledgers(world).mail())
 
 
 def _sweep(wf, trip, draw, what, *extra):
@@ -375,6 +424,88 @@ def _expect_steps(history, trip, what):
     return after
 
 
+def _labels(names) -> list:
+    """The engine's labels for steps called by these names, in order: "hotel", "hotel#2"."""
+    seen, out = {}, []
+    for name in names:
+        seen[name] = seen.get(name, 0) + 1
+        out.append(name if seen[name] == 1 else f"{name}#{seen[name]}")
+    return out
+
+
+def _expect_names(out, trip, what):
+    """The forward steps named as the lesson names them."""
+    forward = [r["step"] for r in _forward_and_undos(out.history)[0]]
+    want = _labels(["charge"] + [OFFERS[o]["kind"] for o in trip.offers])[:trip.steps]
+    shared = min(len(forward), len(want))
+    if "charge" in forward and forward[0] != "charge":
+        raise Fail(f"{what}: for {trip}, the run recorded the steps {forward}: it booked "
+                   f"{forward.index('charge')} line(s) before it charged the card",
+                   "charge first, then book: the card pays for the whole trip before any line is "
+                   "booked, so a declined card books nothing")
+    if forward[:shared] != want[:shared]:
+        raise Fail(f"{what}: for {trip}, the run recorded the steps {forward}; named as the "
+                   f"lesson names them, they are {want}",
+                   "the question names the steps: the charge \"charge\", each line by its "
+                   "offer's kind. A step's name is how its history, its undo and a crash "
+                   "point find it")
+
+
+def _expect_order(out, trip, what):
+    """The lines booked in the order of `offers`."""
+    booked = [b["detail"]["offer"] for b in out.records["bookings"]]
+    if booked != trip.offers[:len(booked)]:
+        raise Fail(f"{what}: for {trip}, the desk booked {booked}, in that order; the lines "
+                   f"are {trip.offers}", "book the lines one by one, in the order of `offers`")
+
+
+def _expect_charge(out, trip, what):
+    """One charge at most, for the price of every line."""
+    amounts = [c["detail"]["amount"] for c in out.records["charges"]]
+    wrong = [a for a in amounts if a != trip.total]
+    if not wrong:
+        return
+    unique = sum(OFFERS[o]["price"] for o in set(trip.offers))
+    prices = {OFFERS[o]["price"] for o in trip.offers}
+    if wrong[0] == unique:
+        hint = ("the charge counts each offer once, but a party takes one per line: two seats "
+                "on one flight cost two fares")
+    elif wrong[0] in prices:
+        hint = "the charge is the price of one line; the card pays for the whole trip at once"
+    else:
+        hint = "the card is charged once, before any line, for the price of every line"
+    raise Fail(f"{what}: for {trip}, the desk charged {wrong[0]} EUR; the trip's "
+               f"{len(trip.offers)} lines cost {trip.total} EUR", hint)
+
+
+def _undo_answers(history) -> list:
+    """(undo label, what the desk answered it) for every undo that ran."""
+    return [(r["step"], r["result"]) for r in _forward_and_undos(history)[1]
+            if isinstance(r["result"], dict)]
+
+
+def _balance_hint(out, trip) -> str:
+    """Why the statement does not balance, from what each undo was answered. (The undo of a
+    step refused before it did anything rightly finds nothing: it is left out.)"""
+    forward = _forward_and_undos(out.history)[0]
+    refused = {undo_name(r["step"]) for r in forward if r["status"] == "failed" and not trip.silent}
+    found_nothing = [label for label, answer in _undo_answers(out.history) if label not in refused
+                     and (answer.get("cancelled") is False or answer.get("refunded") is False)]
+    statement = out.statement
+    repeats = [label for label, answer in _undo_answers(out.history) if answer.get("repeat")]
+    if repeats and (statement["held"] or statement["refunded"] < statement["charged"]):
+        return (f"the desk answered the undos {repeats} with an earlier request's answer "
+                "(repeat: True), so what they should undo is still there: two different undos "
+                "were given the same key")
+    if found_nothing and (statement["held"] or statement["refunded"] < statement["charged"]):
+        return (f"the undos {found_nothing} were answered that nothing was done under the "
+                "reference they were given, while the trip still holds what its steps did: an "
+                "undo must be given the reference its own step was made under")
+    if statement["refunded"] > statement["charged"]:
+        return "more was refunded than charged: each charge is refunded once, by its reference"
+    return REFERENCES
+
+
 def _expect_same_references(out, trip, what):
     """Two lines booked under one reference: the desk answers the second with the first."""
     lines = [r for r in _forward_and_undos(out.history)[0][1:]
@@ -396,9 +527,10 @@ REFERENCES = ("every effect needs an undo that names it by the reference it was 
               "the charge's for the refund, each line's own for its cancellation")
 
 
-def _expect_ledgers(out, trip, what, hint=REFERENCES):
+def _expect_ledgers(out, trip, what, hint=""):
     """Charges, bookings, cancellations and refunds as the trip's ending requires, and a
-    statement that balances. `hint`: where to look when they do not."""
+    statement that balances. `hint`: where to look when they do not (by default, what the
+    undos were answered says)."""
     counts, statement = out.counts, out.statement
     charges, bookings = counts.get("charges", 0), counts.get("bookings", 0)
     cancellations, refunds = counts.get("cancellations", 0), counts.get("refunds", 0)
@@ -408,19 +540,41 @@ def _expect_ledgers(out, trip, what, hint=REFERENCES):
                    f"{want_charges}", "charge the card once, for the whole trip, before any line")
     if bookings != trip.booked:
         raise Fail(f"{what}: for {trip}, the desk recorded {bookings} booking(s); expected "
-                   f"{trip.booked}")
+                   f"{trip.booked}", "one booking per line the run reached, and none after a "
+                                     "refusal")
     if statement["cancelled_twice"]:
         raise Fail(f"{what}: for {trip}, {statement['cancelled_twice']} booking(s) were "
-                   f"cancelled twice ({cancellations} cancellations for {bookings} bookings)", hint)
+                   f"cancelled twice ({cancellations} cancellations for {bookings} bookings)",
+                   hint or UNDONE_AGAIN)
     if statement["balance"] != 0:
         raise Fail(f"{what}: for {trip}, the trip's statement does not balance: {_money(statement)}"
-                   f" (balance {statement['balance']} EUR)", hint)
+                   f" (balance {statement['balance']} EUR)", hint or _balance_hint(out, trip))
     if trip.status == "compensated" and (cancellations, refunds) != (bookings, charges):
         raise Fail(f"{what}: for {trip}, {cancellations} cancellation(s) for {bookings} "
-                   f"booking(s) and {refunds} refund(s) for {charges} charge(s)")
+                   f"booking(s) and {refunds} refund(s) for {charges} charge(s)",
+                   hint or "an undone trip has each of its bookings cancelled once and its "
+                           "charge refunded once")
     if trip.status == "completed" and (cancellations or refunds):
         raise Fail(f"{what}: for {trip}, nothing was refused, yet the desk recorded "
-                   f"{cancellations} cancellation(s) and {refunds} refund(s)")
+                   f"{cancellations} cancellation(s) and {refunds} refund(s)",
+                   hint or "a trip that was booked keeps what it booked: undos run only when a "
+                           "step fails for good")
+
+
+FORWARD_AGAIN = ("after the resume the run did it again: a reference must be the same on "
+                 "every replay of the run (never the clock or uuid4), so the desk knows a repeat")
+UNDONE_AGAIN = ("an undo that runs again after a crash is given the same key: only a key the "
+                "desk has seen makes it a repeat")
+
+
+def _crash_hint(row, ledgers_hint) -> str:
+    """Where to look, from the ledgers that changed after the crash."""
+    changed = set(row["duplicates"]) | set(row["lost"])
+    if changed & {"charges", "bookings"}:
+        return FORWARD_AGAIN
+    if changed & {"refunds", "cancellations", "cancelled twice"}:
+        return UNDONE_AGAIN
+    return ledgers_hint
 
 
 def _expect_crashes(s, trip, what, ledgers_hint=""):
@@ -431,22 +585,26 @@ def _expect_crashes(s, trip, what, ledgers_hint=""):
         if row["status"] != s.clean["status"]:
             detail = f" ({row['error']})" if row["error"] else ""
             raise Fail(f"{where}: the run ended {row['status']}{detail}; without a crash it "
-                       f"ended {s.clean['status']}")
+                       f"ended {s.clean['status']}", _crash_hint(row, ledgers_hint))
         statement = row["observed"]
+        changes = {**row["duplicates"], **{k: -n for k, n in row["lost"].items()}}
         if statement["balance"] != 0:
+            grew = f"; {changes} compared with a run that never crashed" if changes else ""
             raise Fail(f"{where}: the statement does not balance: {_money(statement)} "
-                       f"(balance {statement['balance']} EUR)", ledgers_hint)
-        if row["duplicates"] or row["lost"]:
-            changes = {**row["duplicates"], **{k: -n for k, n in row["lost"].items()}}
-            raise Fail(f"{where}: {changes} compared with a run that never crashed", ledgers_hint)
+                       f"(balance {statement['balance']} EUR){grew}", _crash_hint(row, ledgers_hint))
+        if changes:
+            raise Fail(f"{where}: {changes} compared with a run that never crashed",
+                       _crash_hint(row, ledgers_hint))
 
 
 # q1 -----------------------------------------------------------------------------------------
 q1 = EXERCISE.question("q1", "the undos", answers=["refund_card", "cancel_booking"])
 
-KEY_HINT = ("hand the key you are given to the desk (idempotency_key=idempotency_key): it is "
-            "the same every time this undo runs again. A key made inside the function (the "
-            "clock, uuid4) is new on every call, and so is no key at all")
+KEY_HINT = ("the saga gives an undo the same key every time that undo runs again, and the "
+            "desk takes a request with a key it has seen for a repeat. A key made inside the "
+            "function (the clock, uuid4) is new on every call, and so is no key at all")
+NEW_PROCESS = ("a new process starts with nothing in memory: what it finds of the first call is "
+               "only what the desk recorded. Let the desk recognise the repeat")
 
 
 class Desk:
@@ -485,8 +643,7 @@ def _charged(desk):
 
 
 @q1.test("refund_card pays back the whole charge made under its reference, and no other",
-         hint="the desk finds a charge by the reference it was made under: "
-              "travel_at(folder).refund(reference, idempotency_key=...)")
+         hint="the desk finds a charge by the reference it was made under (the table above)")
 def _(refund_card, cancel_booking, draw):
     with scratch("ex09") as folder:
         desk = Desk(folder, draw)
@@ -497,9 +654,12 @@ def _(refund_card, cancel_booking, draw):
     call = f"refund_card(folder, {reference!r}, key)"
     if not new:
         raise Fail(f"{call} refunded nothing; the desk holds a charge of {amount} EUR for "
-                   f"{desk.trip_id!r} under that reference")
+                   f"{desk.trip_id!r} under that reference",
+                   "the payments the desk knows are in its ledgers: ask the desk to refund, "
+                   "giving it the reference")
     if len(new) > 1:
-        raise Fail(f"{call} made {len(new)} refunds: {new}; expected one")
+        raise Fail(f"{call} made {len(new)} refunds: {new}; expected one",
+                   "one refund undoes one charge")
     if new[0]["order_id"] != desk.trip_id:
         raise Fail(f"{call} refunded {new[0]['amount']:g} EUR for {new[0]['order_id']!r}; the "
                    f"charge made under that reference is {amount} EUR for {desk.trip_id!r}",
@@ -542,11 +702,13 @@ def _does_nothing(fn, name, world, reference, key, count):
                    "done nothing: then the undo has nothing to do and must return quietly") from None
     if count() != before:
         raise Fail(f"{name}(folder, {reference!r}, key), with nothing done under that reference, "
-                   f"still changed the desk's ledgers")
+                   f"still changed the desk's ledgers",
+                   "it undid something else: an undo finds what to undo by its reference alone")
 
 
 @q1.test("refund_card with a reference nothing was charged under does nothing, and does not raise",
-         hint="the desk answers such a refund with {'refunded': False, ...}: return its answer")
+         hint="the desk answers a refund with nothing under its reference politely, without "
+              "raising: that answer is fine to return")
 def _(refund_card, cancel_booking, draw):
     with scratch("ex09") as folder:
         desk = Desk(folder, draw)
@@ -564,8 +726,7 @@ def _booked(desk):
 
 
 @q1.test("cancel_booking cancels the booking made under its reference, and no other",
-         hint="the desk finds a booking by the reference it was made under: "
-              "travel_at(folder).cancel(reference, idempotency_key=...)")
+         hint="the desk finds a booking by the reference it was made under (the table above)")
 def _(refund_card, cancel_booking, draw):
     with scratch("ex09") as folder:
         desk = Desk(folder, draw)
@@ -597,8 +758,57 @@ def _(refund_card, cancel_booking, draw):
                    "charges its fee for each)")
 
 
+UNDOS_ENTRY = """
+
+def _grader_undo_again(folder, charge, refund_key, booking, cancel_key):
+    refund_card(folder, charge, idempotency_key=refund_key)
+    cancel_booking(folder, booking, idempotency_key=cancel_key)
+"""
+
+
+@q1.test("each undo run again by a new process (its first process died after the undo) with "
+         "the same key undoes nothing more",
+         hint=NEW_PROCESS)
+def _(refund_card, cancel_booking, draw):
+    needs_callable(refund_card, "refund_card")
+    needs_callable(cancel_booking, "cancel_booking")
+    try:                                  # the answer's code as it is now, before any call
+        source = module_source(refund_card, cancel_booking, extra=UNDOS_ENTRY,
+                               call_as={"refund_card": refund_card,
+                                        "cancel_booking": cancel_booking})
+    except NotPortable as exc:
+        raise Fail(str(exc)) from None
+    with scratch("ex09") as folder:
+        desk = Desk(folder, draw)
+        amount, charge = _charged(desk)
+        offer, booking, booking_id = _booked(desk)
+        refund_key, cancel_key = draw.token(12), draw.token(12)
+        refunds, cancellations = len(desk.refunds()), len(desk.cancellations())
+        _call(refund_card, "refund_card", desk.world, charge, refund_key)
+        _call(cancel_booking, "cancel_booking", desk.world, booking, cancel_key)
+        write_module(folder, source)
+        again = run_fresh(folder, "_grader_undo_again", desk.world, charge, refund_key, booking,
+                          cancel_key)
+        if not again.finished:
+            raise Fail("the undos, called again by a new process, failed: "
+                       f"{again.error or f'exit status {again.returncode}'}",
+                       "the check copies the two functions, and the functions, imports and "
+                       "constants they use, into a new process: keep what they need in them")
+        paid = len(desk.refunds()) - refunds
+        made = len(desk.cancellations()) - cancellations
+    if paid != 1:
+        raise Fail(f"refund_card(folder, {charge!r}, {refund_key!r}), called here and then by a new "
+                   f"process with the same key, made {paid} refunds of the {amount} EUR charge; "
+                   "expected 1", NEW_PROCESS)
+    if made != 1:
+        raise Fail(f"cancel_booking(folder, {booking!r}, {cancel_key!r}), called here and then by a "
+                   f"new process with the same key, made {made} cancellations of {booking_id} "
+                   f"({offer}); expected 1", NEW_PROCESS)
+
+
 @q1.test("cancel_booking with a reference nothing was booked under does nothing, and does not raise",
-         hint="the desk answers such a cancellation with {'cancelled': False, ...}: return its answer")
+         hint="the desk answers a cancellation with nothing under its reference politely, "
+              "without raising: that answer is fine to return")
 def _(refund_card, cancel_booking, draw):
     with scratch("ex09") as folder:
         desk = Desk(folder, draw)
@@ -619,9 +829,10 @@ def _(refund_card, cancel_booking, draw):
     what = "the check's agent with your undos"
     out = _run_once(agent, trip, draw)
     _expect_status(out.run, trip, what)
-    _expect_ledgers(out, trip, what, "the check's agent gives each undo the reference of its "
-                                     "own step and a key of its own: " + KEY_HINT)
-    _expect_crashes(_sweep(agent, trip, draw, what), trip, what, KEY_HINT)
+    _expect_ledgers(out, trip, what)
+    _expect_crashes(_sweep(agent, trip, draw, what), trip, what,
+                    "the check's agent gives each undo the reference its own step was made "
+                    "under: an undo must undo what was done under it, and only that")
 
 
 # q2 -----------------------------------------------------------------------------------------
@@ -634,30 +845,37 @@ BY_HAND = ("register each undo with saga.step(..., undo=(undo_fn, ...)): the sag
            "`except` are not steps, and the run ends failed")
 
 
+def _judge_party(out, trip, what):
+    """One run of the agent, judged in the order of the causes: what the desk was asked
+    (references, the charge, the names) before what became of it (status, undos, ledgers),
+    so the feedback names the first thing that went wrong, not its consequences."""
+    _expect_same_references(out, trip, what)
+    _expect_charge(out, trip, what)
+    _expect_names(out, trip, what)
+    _expect_status(out.run, trip, what, CAUGHT, BY_HAND)
+    _expect_order(out, trip, what)
+    after = _expect_steps(out.history, trip, what)
+    if after:
+        raise Fail(f"{what}: for {trip}, the run recorded {[r['step'] for r in after]} after "
+                   "its undos; the undos should be its last steps",
+                   "once the saga has undone the trip, the run is over: let dl.Compensated end it")
+    _expect_ledgers(out, trip, what)
+    if trip.refused is None:
+        held = [b["record_id"] for b in out.records["bookings"]]
+        got = (out.run.result or {}).get("bookings") if isinstance(out.run.result, dict) else None
+        if got != held:
+            raise Fail(f"{what}: for {trip}, the result's bookings are {got!r}; the desk "
+                       f"recorded {held}", "`booked` lists each line's booking as the desk "
+                                           "answered it, in order")
+
+
 def _party(party_trip, draw, ending):
     needs_workflow(party_trip, "party_trip")
     trip = _trip(draw, ending)
     what = "party_trip"
     with _given(party_trip, refund_card=_refund, cancel_booking=_cancel), _silent_supplier(trip):
-        out = _run_once(party_trip, trip, draw)
-        _expect_same_references(out, trip, what)       # the likeliest cause of what follows
-        _expect_status(out.run, trip, what, CAUGHT, BY_HAND)
-        after = _expect_steps(out.history, trip, what)
-        if after:
-            raise Fail(f"{what}: for {trip}, the run recorded {[r['step'] for r in after]} after "
-                       "its undos; the undos should be its last steps")
-        _expect_ledgers(out, trip, what)
-        if trip.refused is None:
-            held = [b["record_id"] for b in out.records["bookings"]]
-            got = (out.run.result or {}).get("bookings") if isinstance(out.run.result, dict) else None
-            if got != held:
-                raise Fail(f"{what}: for {trip}, the result's bookings are {got!r}; the desk "
-                           f"recorded {held}", "append each line's booking_id to `booked`")
-        s = _sweep(party_trip, trip, draw, what)
-        _expect_crashes(s, trip, what,
-                        "a reference must be the same on every replay (ctx.idempotency_key of "
-                        "the trip and the line, never the clock or uuid4), and the undo must "
-                        "name the reference its step was made under")
+        _judge_party(_run_once(party_trip, trip, draw), trip, what)
+        _expect_crashes(_sweep(party_trip, trip, draw, what), trip, what, REFERENCES)
 
 
 @q2.test(f"{ENDINGS['booked']}, once, and through a crash at every point",
@@ -698,6 +916,54 @@ def _(party_trip, draw):
     _party(party_trip, draw, "silent")
 
 
+def _again(trip, draw) -> Trip:
+    """The same trip asked for again (a new run): two or three other lines, no offer twice
+    (the test is about runs, not lines), nothing refused."""
+    while True:
+        again = Trip(trip.trip_id, draw.sample(USABLE, draw.randint(2, 3)))
+        if again.total <= CARD_LIMIT:
+            return again
+
+
+ACROSS_RUNS = ("a reference must differ for every effect in every run (and stay the same on "
+               "every replay of one run): what tells this run's effects from the last run's?")
+
+
+@q2.test("the same trip asked for again after it was undone (a new run): charged and booked "
+         "afresh",
+         hint="a reference is the desk's whole memory of an effect: one made again in another "
+              "run must be another reference")
+def _(party_trip, draw):
+    """Judged by the second run's own effects: whatever became of the first run (the tests
+    above judge that), the second must charge and book anew."""
+    needs_workflow(party_trip, "party_trip")
+    first, what = _trip(draw, "first"), "party_trip"
+    second = _again(first, draw)
+    story = (f"{first.trip_id!r} was undone ({first.why}), then asked for again by a new run "
+             f"({', '.join(second.offers)}; {second.total} EUR)")
+    with _given(party_trip, refund_card=_refund, cancel_booking=_cancel), scratch("ex09") as folder:
+        runs = EngineRuns(folder)
+        before = _run_in(folder, runs, party_trip, first, draw)
+        if "NotImplementedError" in (before.run.error or ""):
+            raise NotAttempted("party_trip (or a function it calls) still raises NotImplementedError")
+        out = _run_in(folder, runs, party_trip, second, draw)
+    forward = _forward_and_undos(out.history)[0]
+    repeats = [r["step"] for r in forward if isinstance(r["result"], dict) and r["result"].get("repeat")]
+    if repeats:
+        raise Fail(f"{what}: {story}. The desk answered the new run's steps {repeats} with what "
+                   "it had done for the first run (repeat: True), so the new trip was not "
+                   "charged or booked", ACROSS_RUNS)
+    if out.run.status != "completed":
+        unfinished(out.run.status, out.run.error, f"{what}: {story}; the new run")
+    charges = out.records["charges"][len(before.records["charges"]):]
+    bookings = out.records["bookings"][len(before.records["bookings"]):]
+    if [c["detail"]["amount"] for c in charges] != [second.total] or \
+            [b["detail"]["offer"] for b in bookings] != second.offers:
+        raise Fail(f"{what}: {story}. The desk recorded for the new run the charges "
+                   f"{[c['detail']['amount'] for c in charges]} and the bookings "
+                   f"{[b['detail']['offer'] for b in bookings]}", ACROSS_RUNS)
+
+
 # q3 -----------------------------------------------------------------------------------------
 q3 = EXERCISE.question("q3", "tell the customer, once", answers=["trip_with_mail"])
 
@@ -719,8 +985,8 @@ def _told(trip_with_mail, draw, ending):
     with _given(trip_with_mail, party_trip=REFERENCE, refund_card=_refund, cancel_booking=_cancel):
         out = _run_once(trip_with_mail, trip, draw, to)
         _expect_status(out.run, trip, what,
-                       "after the correction, raise the Compensated again (a bare `raise`): "
-                       "the trip was not booked, and the run must say so",
+                       "the trip was not booked, and the run must say so: after the "
+                       "correction, the Compensated the saga raised goes on up",
                        "catch dl.Compensated, which the saga raises once every undo has run")
         _expect_mail(out, trip, to, what)
         _expect_ledgers(out, trip, what)
@@ -733,7 +999,8 @@ def _expect_mail(out, trip, to, what):
     subjects = [m["subject"] for m in out.mail]
     strangers = [m["to"] for m in out.mail if m["to"] != to]
     if strangers:
-        raise Fail(f"{what}: for {trip}, mail went to {strangers}; the customer is {to!r}")
+        raise Fail(f"{what}: for {trip}, mail went to {strangers}; the customer is {to!r}",
+                   "the customer's address is the workflow's `to`")
     booked = trip.refused is None
     want = confirmation(trip.trip_id) if booked else correction(trip.trip_id)
     if len(subjects) != 1:
@@ -763,8 +1030,8 @@ def _expect_mail(out, trip, to, what):
     if not mailed:
         raise Fail(f"{what}: for {trip}, the email went out, but no step of the run sent it "
                    f"(its steps: {steps})",
-                   "a plain call runs again on every replay: send it with ctx.step(name, "
-                   "confirm or apologise, ..., ctx.idempotency_key(...))")
+                   "a plain call runs again on every replay: an email is a step of the run, "
+                   "with a key of its own")
     if mailed[-1] is not rows[-1]:
         raise Fail(f"{what}: for {trip}, the run's steps were {steps}; the email "
                    f"({mailed[-1]['step']!r}) should be the last of them, "
@@ -776,14 +1043,17 @@ def _expect_mail(out, trip, to, what):
 
 @q3.test("the trip is booked: one email, the confirmation, sent last; once, and through a "
          "crash at every point",
-         hint="call the agent, then send the confirmation as a step with a key of its own")
+         hint="the confirmation goes out once nothing can be undone any more, as a step of "
+              "the run")
 def _(trip_with_mail, draw):
     _told(trip_with_mail, draw, "booked")
 
 
 @q3.test("the card is declined: one email, the correction, after the undo, and the run ends "
          "compensated; once, and through a crash at every point",
-         hint="catch dl.Compensated, send the correction as a step, then raise it again")
+         hint="the saga tells the code around it when it has undone the trip (lesson 09, "
+              "section 6): that is the moment for the correction, and the run still ends "
+              "compensated")
 def _(trip_with_mail, draw):
     _told(trip_with_mail, draw, "declined")
 
@@ -794,3 +1064,41 @@ def _(trip_with_mail, draw):
               "for the correction")
 def _(trip_with_mail, draw):
     _told(trip_with_mail, draw, "middle")
+
+
+@q3.test("the same trip asked for again after it was undone (a new run), and undone again: "
+         "the new run sends its own correction",
+         hint="the mailer sends once per key: an email of another run must have another key")
+def _(trip_with_mail, draw):
+    """Judged by what the second run sent: whatever the first sent (the tests above judge
+    that), the second must send its own correction. (Both runs are undone, so they send the
+    same kind of email: a key made from the trip and the kind collides.)"""
+    needs_workflow(trip_with_mail, "trip_with_mail")
+    first, what, to = _trip(draw, "first"), "trip_with_mail", draw.email()
+    second = _trip(draw, "first")
+    second.trip_id = first.trip_id
+    with _given(trip_with_mail, party_trip=REFERENCE, refund_card=_refund,
+                cancel_booking=_cancel), scratch("ex09") as folder:
+        runs = EngineRuns(folder)
+        before = _run_in(folder, runs, trip_with_mail, first, draw, to)
+        if "NotImplementedError" in (before.run.error or ""):
+            raise NotAttempted("trip_with_mail (or a function it calls) still raises "
+                               "NotImplementedError")
+        out = _run_in(folder, runs, trip_with_mail, second, draw, to)
+    new = [m["subject"] for m in out.mail[len(before.mail):] if m["to"] == to]
+    story = (f"{first.trip_id!r} was undone ({first.why}), then asked for again by a new run "
+             f"({', '.join(second.offers)}), undone too ({second.why})")
+    if len(new) == 1 and new[0].startswith(correction(first.trip_id)):
+        return
+    if not new:
+        sent_before = {m["message_id"] for m in before.mail}
+        answered = [r["step"] for r in out.history if isinstance(r["result"], dict)
+                    and r["result"].get("message_id") in sent_before]
+        raise Fail(f"{what}: {story}; the new run sent the customer nothing"
+                   + (f": the mailer answered its step {answered[0]!r} with the first run's "
+                      "message" if answered else ""),
+                   "the mailer sends once per key and answers a key it has seen with the first "
+                   "message: an email of another run needs another key" if answered else
+                   "an undone trip's run ends with its correction")
+    raise Fail(f"{what}: {story}; the new run sent the customer {new}; expected one email, the "
+               "correction", "one email per run: the correction, since this one was undone")

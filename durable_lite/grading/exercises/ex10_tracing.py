@@ -29,6 +29,36 @@ What each answer is judged against:
   completed, not the trace;
 - q4, the export: the spans an in-memory OpenTelemetry exporter received, compared with a
   plain `otel.export` of the same tree.
+
+What a right answer must have, and how the cases vary it:
+
+q1 `time_spent(tree)`, `slowest_step(tree)`
+- three parts that add up to the run's duration, each to 0.01 s: working (executions),
+  parked (waits and sleeps: one case sleeps until the morning before its first step, so an
+  answer that counts only waits fails), and no worker (the stretches after a dead worker's
+  last record: workers SIGKILLed before and after the wait, each replaced 45 s to 20 min
+  later);
+- a run not finished yet: still waiting (its open wait is parked until now), or its last
+  worker dead (no worker until now);
+- the slowest step by working time, never the wait: a flaky CRM (the retried lookup is
+  slowest) and a steady one with a long history (the draft is), shuffled; a step split over
+  two executions by a death between retries, sized so only the sum of both parts makes it
+  the slowest (neither part alone does, nor its attempts' count).
+q2 `cost_by_step(tree)`, `unrecorded_cost(tree, world)`
+- each model step's dollars as the provider billed the call the run recorded (to 1e-6),
+  only steps, wherever they were recorded (a worker dying before the draft, so a later
+  execution holds it);
+- what the provider billed for calls no span shows: workers killed right after a model call
+  answered (billed, never recorded), and workers killed anywhere else or not at all (0).
+q3 `finished_by(tree)`
+- the execution that completed the run, as the check watched it happen: with nobody dying,
+  with workers dying before and after the wait and a restarted one back under a dead one's
+  name, after a refusal or a deadline; None when nothing completed it (still waiting, or the
+  last worker dead). Worker names are drawn per ticket.
+q4 `export_run(tree, provider)`
+- gen_ai.conversation.id, the id of the run exported (two runs, one after the other), on
+  every model call's span and on no other; every other span, parent, time and attribute as
+  a plain export gives them; the spans sent to the provider it is given.
 """
 
 import math
@@ -48,6 +78,7 @@ from ...lab.timeline import time_split
 from ...store import SQLiteStore
 from ...store.records import STEP
 from ...trace import EXECUTION, STEP_SPAN, Span, build_trace, format_duration
+from ...workflow import workflow
 from ..checks import Exercise, Fail
 from ..harness import START, crash_label, needs_callable, scratch
 from ..ledgers import Ledgers
@@ -111,7 +142,7 @@ class Ticket:
     """
 
     def __init__(self, folder, draw, *, crm_failures=4, history_words=2400, decision="approve",
-                 before=(), after=(), finished=True, reuse_name=False, sigkill=False):
+                 before=(), after=(), finished=True, reuse_name=False, sigkill=False, nap=None):
         self.folder = os.fspath(folder)
         os.makedirs(self.folder, exist_ok=True)
         self.store_path = os.path.join(self.folder, "runs.db")
@@ -127,7 +158,8 @@ class Ticket:
         else:
             self.delay = round(draw.uniform(2 * HOUR, 2.8 * DAY), 1)
         self.tick = round(draw.uniform(1, 600), 1)    # from the answer to the scheduler's recover()
-        goes = len(self.before) + len(self.after) + 2
+        self.nap = nap                                # seconds the run sleeps first, if any
+        goes = len(self.before) + len(self.after) + 2 + (nap is not None)
         self.names = draw.distinct(lambda: f"{draw.choice(POOL)}-{draw.token(4)}", goes)
         if reuse_name and self.before:                # a restarted pod keeps its name
             self.names[-1] = self.names[0]
@@ -202,10 +234,21 @@ class Ticket:
                           "went into the draft")
 
         def start(engine):
-            engine.start(lumpy.support_agent, self.folder, self.order, self.amount,
-                         run_id=self.run_id, crm_failures=self.crm_failures,
-                         history_words=self.history_words)
+            if self.nap is None:
+                engine.start(lumpy.support_agent, self.folder, self.order, self.amount,
+                             run_id=self.run_id, crm_failures=self.crm_failures,
+                             history_words=self.history_words)
+            else:
+                engine.start(after_hours_agent, self.folder, self.order, self.amount,
+                             run_id=self.run_id, crm_failures=self.crm_failures,
+                             history_words=self.history_words, nap=self.nap)
 
+        if self.nap is not None:                      # one go that only puts the run to sleep
+            start(self._engine())
+            self.story.append(f"the ticket came in after hours, and the run slept "
+                              f"{format_duration(self.nap)} until the morning")
+            self.clock.advance(self.nap + self.tick)
+            start = Engine.recover
         _, run = self._phase(self.before, start)
         if run.status != "waiting":
             raise RuntimeError(f"run {self.run_id!r} should be waiting, it is {run.status}")
@@ -269,6 +312,15 @@ class Ticket:
         return f"ticket run {self.run_id!r}"
 
 
+@workflow("ex10-support-agent-after-hours", version=1)
+def after_hours_agent(ctx, folder, order_id, amount, crm_failures=4, history_words=2400, nap=0.0):
+    """Lesson 10's support agent on a ticket that came in after hours: the run sleeps until
+    the morning, then goes on as the lesson's agent does (a workflow is a function of ctx:
+    its steps join this run). A sleep parks the run just as a wait does."""
+    ctx.sleep(nap, "morning")
+    return lumpy.support_agent(ctx, folder, order_id, amount, crm_failures, history_words)
+
+
 # drawing the cases ---------------------------------------------------------------------------
 BEFORE_WAIT = (CrashAt("classify", AFTER_EFFECT), CrashAt("lookup_order", BEFORE_STEP),
                CrashAt("lookup_order", AFTER_CHECKPOINT), CrashAt("draft_reply", BEFORE_STEP),
@@ -310,6 +362,11 @@ def ticket(folder, draw, **plan) -> Ticket:
 def quiet(draw) -> dict:
     """Nobody dies; the manager approves or refuses."""
     return {"decision": draw.choice(["approve", "reject"])}
+
+
+def after_hours(draw) -> dict:
+    """Nobody dies; the run sleeps a few hours before its first step (a sleep, not a wait)."""
+    return {**quiet(draw), "nap": round(draw.uniform(2 * HOUR, 14 * HOUR), 1)}
 
 
 def died_around_the_wait(draw) -> dict:
@@ -452,14 +509,26 @@ def _judge_split(time_spent, case: Ticket):
                    f"{format_duration(total)} in all, but the run lasted "
                    f"{format_duration(mine['total'])} from its start to the end of its trace",
                    "every second of the run is one of the three: a worker executing it, the run "
-                   "parked on a wait, or neither (no worker, yet not parked). tree.duration is "
-                   "the whole")
+                   "parked on a wait or a sleep, or neither (no worker, yet not parked). "
+                   "tree.duration is the whole")
     off = [k for k in PARTS if abs(theirs[k] - mine[k]) > SECONDS]
     raise Fail(f"{case.describe()}.\ntime_spent said {_shown(theirs)}: {' and '.join(off)} "
                f"{'is' if len(off) == 1 else 'are'} off. The run's children: "
-               f"{_children(case.trace())}",
-               "working is the executions' time (the run's children of kind 'execution'), "
-               "parked its waits' and sleeps'; what neither covers is the time with no worker")
+               f"{_children(case.trace())}", _split_hint(case.trace(), theirs, mine, off))
+
+
+def _split_hint(tree, theirs, mine, off) -> str:
+    """Where the split went wrong, from the part that is off and what the run holds."""
+    if "parked" in off:
+        slept = any(s.kind == "sleep" for s in tree.children)
+        return ("this run slept as well as waited: a sleep parks it too" if slept and
+                theirs["parked"] < mine["parked"] else
+                "parked is every second the run waited or slept, and nothing else")
+    if "no worker" in off and mine["no worker"] > theirs["no worker"]:
+        return ("an execution whose worker died ends at its last record, and the next begins "
+                "when another worker takes the run up: the time between belongs to nobody")
+    return ("working is the time the run's executions lasted, each from its start to its "
+            "last record, whatever its steps did")
 
 
 def _children(tree) -> str:
@@ -471,12 +540,12 @@ def _children(tree) -> str:
     return "; ".join(spans) + f"; the run itself lasted {format_duration(tree.duration)}"
 
 
-@q1.test("no worker died: the run worked, parked for the manager, and no second belongs to "
-         "no worker",
-         hint="sum the durations of the run's executions, and of its waits")
+@q1.test("no worker died: the run worked, parked for the manager (and, after hours, slept until "
+         "morning), and no second belongs to no worker",
+         hint="a run is parked while it waits and while it sleeps: both are children of the run")
 def _(time_spent, slowest_step, draw):
     needs_callable(time_spent, "time_spent")
-    _judge_tickets(_judge_split, time_spent, draw, quiet)
+    _judge_tickets(_judge_split, time_spent, draw, quiet, after_hours)
 
 
 @q1.test("workers died before and after the wait: each stretch until the next worker took the "
@@ -611,7 +680,8 @@ def _judge_costs(cost_by_step, case: Ticket, hint=""):
 
 
 @q2.test("no worker died: each model call's dollars, as the provider billed them",
-         hint="the trace's steps carry their cost (span.cost); keep the ones that cost something")
+         hint="a step's span says what the step cost; the run's and the executions' are sums of "
+              "their steps', and a tool costs nothing")
 def _(cost_by_step, unrecorded_cost, draw):
     needs_callable(cost_by_step, "cost_by_step")
     _judge_tickets(_judge_costs, cost_by_step, draw, quiet)
@@ -623,7 +693,7 @@ def _(cost_by_step, unrecorded_cost, draw):
 def _(cost_by_step, unrecorded_cost, draw):
     needs_callable(cost_by_step, "cost_by_step")
     _judge_tickets(partial(_judge_costs, hint="the draft was written by a later execution: look "
-                           "under every execution (tree.find(kind='step') walks them all)"),
+                           "under every execution, not only the first"),
                    cost_by_step, draw, draft_later)
 
 
@@ -641,8 +711,8 @@ def _judge_unrecorded(unrecorded_cost, case: Ticket):
     raise Fail(f"{case.describe()}.\nThe provider billed {len(billed)} model calls; the trace "
                f"shows {len(seen)}. unrecorded_cost returned ${answer:.6f}"
                + ("" if lost else "; every call the provider billed is in the trace here"),
-               "the provider's ledger is the witness (world.llm); the trace knows only what "
-               "the run recorded (tree.cost)")
+               "the provider's ledger knows every call it billed, the trace only the calls the "
+               "run recorded: what the one holds beyond the other is what is missing")
 
 
 @q2.test("a worker killed right after a model call ran: the provider billed a call the trace "
@@ -755,7 +825,8 @@ def _exports(export_run, case: Ticket):
     if not theirs:
         raise Fail(f"{case.named()}: export_run(tree, provider) sent no span to the "
                    "provider it was given",
-                   "pass the provider on: otel.export(tree, provider, extra_attributes=...)")
+                   "export into the provider export_run is given: the check reads only what it "
+                   "received")
     reference, plain = _provider(case.run_id)
     otel.export(case.trace(), reference)
     return _keyed(theirs), _keyed(plain.get_finished_spans())
@@ -792,8 +863,8 @@ def _(export_run, draw):
                     raise Fail(f"{case.named()}: The span {span.name!r} was exported with "
                                f"{CONVERSATION} = {value!r}; expected the id of the run it "
                                "belongs to",
-                               "read the id from the tree export_run is given (tree.name), "
-                               "not from the notebook's run")
+                               "read the id from the tree export_run is given, not from the "
+                               "notebook's run")
 
 
 @q4.test("no other span carries it: not the run, its executions, tool calls, attempts or the "

@@ -26,14 +26,40 @@ trusted either:
   it), so a workflow the notebook registered under the storm's name, or anything else the
   notebook changed in its own process, cannot take the storm's place.
 
-The deadlines are stated to the learner (`deadlines`, shown in the notebook): a provider
-answering `limit` requests a second needs `(a_runs + b_runs) / limit` seconds for all of
-them, and B, taking every other turn while A waits, needs `2 * b_runs / limit`; each
-deadline is a quarter more than that, plus 7 s for the last answers to come back. A queue
-that keeps the provider at its limit meets them with seconds to spare; one that counts runs
-in flight instead of requests a second (`concurrency=limit`: a call lasts about three
-seconds) or keeps A to a few slots (`per_key`) leaves most of the provider idle and misses
-A's by far; without keys by tenant, B waits behind A's flood.
+The rules are stated to the learner, who gets them from `dl.lab` (lab/flood_trial.py,
+shown in the notebook), and the checks use the same definitions:
+- the deadlines (`flood_deadlines`): a provider answering `limit` requests a second needs
+  `(a_runs + b_runs) / limit` seconds for all of them, and B, taking every other turn while
+  A waits, needs `2 * b_runs / limit`; each deadline is a quarter more than that, plus 7 s
+  for the last answers to come back. Without keys by tenant, B waits behind A's flood and
+  misses its deadline; a queue that counts runs in flight instead of requests a second
+  (`concurrency=limit`: a call lasts about three seconds) or keeps A to a few slots
+  (`per_key`) misses A's by far.
+- busy (`seconds_at_the_limit`): while runs wait in the queue, the provider must be sent its
+  full limit in at least half of the seconds. A queue at the provider's limit does so in
+  two thirds of them or more (measured over 75 drawn floods: 66% at the least, a start now
+  and then drifting into the next second); one a request short of it (`rate=(limit - 1,
+  1.0)`, which the deadlines' slack lets through) in none.
+
+What a right answer must have, and how the cases vary it:
+
+q1 `key_for(tenant, i)`
+- one key per tenant, the same for all of a tenant's runs (a key per run, or per batch,
+  puts B's runs behind A's many keys: B late);
+- two tenants never share a key, however alike their names (a case with names that differ
+  only after a shared prefix, so a key cut from the name collides);
+- a key is a non-empty string or None (checked for every run, once);
+- drawn per case: the tenants' names, the provider's limit (the smallest band and the
+  largest), A's and B's sizes and B's arrival.
+
+q2 `make_queue(limit)`
+- never over the limit: no request refused, at most `limit` in any second of the provider's
+  clock, every run answered exactly once;
+- busy: the provider sent its full limit in at least half the seconds while runs wait
+  (a queue below the limit fails here, however close);
+- each tenant on time: A's flood and B's runs each done by its deadline;
+- derived from `limit`: one case from each band of limits (6-8, 9-11, 12-14) in each test,
+  so one number typed in for one band fails the others.
 """
 
 import json
@@ -44,6 +70,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional
 
+from ...lab.flood_trial import BUSY_SHARE, FLOOD_WORKERS, flood_deadlines, seconds_at_the_limit
 from ...queue import Queue
 from ..checks import Exercise, Fail
 from ..harness import needs_callable, scratch
@@ -51,11 +78,11 @@ from ..harness import needs_callable, scratch
 EXERCISE = Exercise("11_flow_control", "A flood, a small tenant and a provider's limit",
                     lesson="notebooks/11_flow_control.ipynb")
 
-# 48 workers keep a provider of up to 14 requests a second at its limit (a call lasts about
-# 3 s, so that is about 42 runs in flight). A's flood keeps the provider busy for 25 to 35 s
-# and B arrives within 8 s, so B always meets a long queue of A's runs: without keys, B's
-# runs wait behind at least 17 s of them, longer than B's deadline can be.
-WORKERS = 48
+# FLOOD_WORKERS (48) keep a provider of up to 14 requests a second at its limit. A's flood
+# keeps the provider busy for 25 to 35 s and B arrives within 8 s, so B always meets a long
+# queue of A's runs: without keys, B's runs wait behind at least 17 s of them, longer than
+# B's deadline can be.
+WORKERS = FLOOD_WORKERS
 BANDS = ((6, 8), (9, 11), (12, 14))     # the provider's limit, one case per band
 FLOOD_SECONDS = (25.0, 35.0)            # A's runs over the provider's limit
 B_RUNS, B_AT = (5, 15), (2.0, 8.0)
@@ -63,13 +90,7 @@ CHILD_TIMEOUT = 60.0
 _PACKAGE_PARENT = str(Path(__file__).resolve().parents[3])
 
 
-def deadlines(limit: int, a_runs: int, b_runs: int) -> tuple:
-    """(A's, B's): seconds after its runs arrive by which each tenant's last run must be done.
-    Each is a quarter more than the provider needs at its limit, plus 7 s for the last
-    answers to come back (an answer takes up to 4.5 s)."""
-    everyone = (a_runs + b_runs) / limit      # the provider's time to answer every run
-    b_turns = 2 * b_runs / limit              # B's runs, taking every other turn while A waits
-    return 1.25 * everyone + 7.0, 1.25 * b_turns + 7.0
+deadlines = flood_deadlines              # the learner's dl.lab.flood_deadlines, the same rule
 
 
 # the cases ------------------------------------------------------------------------------------
@@ -179,6 +200,7 @@ class Flood:
     repeated: list                  # runs it answered more than once
     a_done: list                    # seconds after A's upload when each A run completed
     b_done: list                    # seconds after B's arrival when each B run completed
+    per_second: list                # the requests the provider received in each second
 
     @property
     def all_completed(self) -> bool:
@@ -235,7 +257,8 @@ def flood_facts(queue: Queue, case: Case, keys: dict, folder, label="ex11") -> d
             "statuses": outcome.statuses,
             "unanswered": [run for run in runs if run not in answered],
             "repeated": [run for run in runs if answered.get(run, 0) > 1],
-            "a_done": outcome.finish_times("A"), "b_done": outcome.finish_times("B")}
+            "a_done": outcome.finish_times("A"), "b_done": outcome.finish_times("B"),
+            "per_second": [r["requests"] for r in outcome.per_second]}
 
 
 # what the checks say about a flood ----------------------------------------------------------------
@@ -257,6 +280,21 @@ def judge_limit(flood: Flood, what: str):
                    f"provider has no answer for {len(flood.unanswered)} of them and more than "
                    f"one for {len(flood.repeated)}",
                    "every run should complete with one answered call")
+
+
+def judge_busy(flood: Flood, what: str, hint: str):
+    """Fail unless the provider was sent its full limit in at least BUSY_SHARE of the seconds
+    while runs waited in the queue."""
+    case = flood.case
+    full, waiting = seconds_at_the_limit(flood.per_second, case.limit)
+    if waiting and full >= BUSY_SHARE * waiting:
+        return
+    peak = max(flood.per_second[:-1] or flood.per_second or [0])
+    raise Fail(f"{case.describe()}. With {what}, runs waited in the queue for {waiting} s, and "
+               f"the provider was sent its full {case.limit} requests in {full} of those "
+               f"seconds (at most {peak} in any of them); a queue that keeps it busy does so "
+               f"in at least {BUSY_SHARE:.0%} of them",
+               hint)
 
 
 def judge_deadlines(flood: Flood, what: str, hint_a: str, hint_b: str, keys=None):
@@ -367,43 +405,15 @@ def _(make_queue, draw):
         judge_limit(flood, f"your queue {queue!r}")
 
 
-@q2.test("the provider kept busy within its limit: A's flood and B's runs each done by its deadline",
+@q2.test("the provider kept busy within its limit: sent its full limit in most seconds while "
+         "runs wait, and A's flood and B's runs each done by its deadline",
          hint=BUSY_HINT)
 def _(make_queue, draw):
     for flood, queue in _with_your_queue(make_queue, draw):
-        judge_deadlines(flood, f"your queue {queue!r}", BUSY_HINT,
+        what = f"your queue {queue!r}"
+        if flood.refused or flood.over is not None or not flood.all_completed:
+            judge_deadlines(flood, what, BUSY_HINT, BUSY_HINT)     # says: the limit first
+        judge_busy(flood, what, BUSY_HINT)
+        judge_deadlines(flood, what, BUSY_HINT,
                         "keyed by tenant, B takes every other start while A waits: see which "
                         "of your limits holds B's runs back", None)
-
-
-# trying it in the notebook ------------------------------------------------------------------------
-def try_flood(make_queue, key_for, limit: int = 10, a_runs: int = 300, b_runs: int = 10,
-              b_at: float = 5.0, seed: int = 0):
-    """One flood with your make_queue and key_for, run here in the notebook, for tenants
-    "acme" (A) and "globex" (B): prints what the checks judge, and returns the
-    `storm.Outcome` (for `dl.lab.requests_per_second`)."""
-    import tempfile
-
-    from ... import storm
-    case = Case(limit, a_runs, b_runs, b_at, seed, "acme", "globex")
-    queue = make_queue(limit)
-    keys = {"A": [key_for(case.a_name, i) for i in range(a_runs)],
-            "B": [key_for(case.b_name, i) for i in range(b_runs)]}
-    with tempfile.TemporaryDirectory(prefix="durable-lite-ex11-") as folder:
-        outcome = storm.flood(queue, folder, keys=lambda tenant, i: keys[tenant][i],
-                              a_runs=a_runs, b_runs=b_runs, b_at=b_at, workers=WORKERS,
-                              limit=limit, seed=seed, label="your queue")
-    deadline_a, deadline_b = case.deadlines
-    b_done, a_done = outcome.finish_times("B"), outcome.finish_times("A")
-    print(f"{case.describe()}; {WORKERS} workers; {queue!r}")
-    print(f"  provider: {outcome.provider['requests']} requests, {outcome.provider['refused']} "
-          f"refused, at most {outcome.provider['peak_requests_per_second']} in one second "
-          f"(it answers {limit})")
-    print(f"  runs: {outcome.statuses}")
-    if b_done:
-        print(f"  B: last run done {b_done[-1]:.1f} s after B's runs arrived "
-              f"(deadline {deadline_b:.1f} s)")
-    if a_done:
-        print(f"  A: last run done {a_done[-1]:.1f} s after A's upload "
-              f"(deadline {deadline_a:.1f} s)")
-    return outcome

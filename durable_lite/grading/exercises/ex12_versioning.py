@@ -27,6 +27,39 @@ q3 `resend(engine, run_ids)`: runs completed with an email step that printed cen
 
 Every test draws its orders, amounts, times and the workflow's name (a new name per test:
 nothing a notebook registered or remembered can answer for it).
+
+What a right answer must have, and how the cases vary it:
+
+q1 `deploy(name)`
+- old runs keep their path: every unfinished run of v1 replays on the deployed code right
+  after the deploy, and every one finishes without diverging — parked, approved but not
+  continued, killed right after its refund was paid, killed before its first checkpoint
+  (runs in every such state, a drawn number of each);
+- the code it registers: under the name it is given (drawn per test), and only that: a new
+  process knows nothing else, so v1's code must be registered again if v1 runs remain;
+- new runs get the new step: a step named "fraud-check", between "lookup" and "ask", read
+  from each new run's history; its score in the approval email; runs that asked before the
+  deploy never checked;
+- nothing twice: processes killed right after "fraud-check", "ask", "refund" and "email"
+  ran, and every crash point of a new run swept, approved and never approved: one check,
+  one approval email, one refund (or one escalation), one customer email per order;
+- the ending: approvals in time, too late and never, drawn per order; each run returns
+  what refund_v1 returns for it.
+
+q2 `can_retire(engine, name)`
+- True exactly when no unfinished run of `name` went past the gate on the old branch,
+  asked at moments where the histories decide it: while old runs wait and after each
+  finishes (one killed mid-refund, so its status says "running"); past every old deadline
+  before recover() (statuses and the clock mislead); with runs that never reached the gate
+  and runs of another workflow in the same store;
+- a bool, and it only looks (the store is compared before and after).
+
+q3 `resend(engine, run_ids)`
+- one corrected email per listed run, sent by the code deployed now; nobody paid or asked
+  again; nobody else mailed (runs told correctly, an escalated run, in the same store);
+- a second call, by a fresh Python process holding only the answer's code, adds nothing;
+- a first call whose process dies right after a corrected email, then a second call in a
+  new process: still one corrected email per customer.
 """
 
 import os
@@ -513,8 +546,22 @@ def _(deploy, draw):
                        f"{len(world.mail(LEAD))} emails", SAME_KEYS)
 
 
-@q1.test("every run started after the deploy is fraud-checked once, before the approver is "
-         "asked (the approval email shows its score); runs that asked before the deploy are not",
+STEP_NAMES = ("the question names the new step \"fraud-check\": its name is how a history, a "
+              "dashboard or a crash point finds it, and it must be a step of the run, between "
+              "\"lookup\" and \"ask\"")
+
+
+def _expect_step_names(day, order):
+    """A new run's history holds lookup, fraud-check, ask, in that order, at its start."""
+    names = [e.name for e in day.entries(order.run_id) if e.kind == STEP]
+    if names[:3] != ["lookup", GATE, "ask"]:
+        raise Fail(f"{order}: the run recorded the steps {names}; a run started after the "
+                   f"deploy starts with 'lookup', {GATE!r}, 'ask'", STEP_NAMES)
+
+
+@q1.test("every run started after the deploy is fraud-checked once, in a step 'fraud-check' "
+         "before the approver is asked (the approval email shows its score); runs that asked "
+         "before the deploy are not",
          hint=CHECK_FIRST)
 def _(deploy, draw):
     with _a_day(draw) as day:
@@ -522,6 +569,8 @@ def _(deploy, draw):
         world = Ledgers(day.world)
         checks, asks = _fraud_checks(world), _asks(world)
         for order in day.orders:
+            if order.story == NEW:
+                _expect_step_names(day, order)
             scores, said = checks.get(order.order_id, []), asks.get(order.order_id, [])
             if order.story in ASKED_BEFORE and scores:
                 raise Fail(f"{order} asked the approver before the deploy, yet was "
@@ -764,10 +813,10 @@ def _portable(resend):
         raise Fail(str(exc)) from None
 
 
-DEDUPED = ("the mailer dedupes on the email's key, and a key the run used before sends "
-           "nothing: a run with a new id (a fork) derives new keys")
-REPEATED = ("every call, in every process, must make the same run for a source: fork() with a run "
-            "id made from the source's id continues that fork instead of starting another")
+DEDUPED = ("the mailer sends once per key, and this run's email step already used its key: "
+           "running that step again inside the same run sends nothing new")
+REPEATED = ("a second call, in a new process, did it all again: what could it find, in the "
+            "store, of what the first call made?")
 STARTS_AT = ("a fork executes every step from the one it starts at: start at the first step "
              "that must happen again")
 
@@ -893,8 +942,8 @@ def _(resend, draw):
 
 @q3.test("the process dies in the middle of resend, right after a corrected email went out; "
          "resend again in a new process: still one corrected email per customer",
-         hint="the run that died is continued, not made again, when the second call forks with "
-              "the same run id: its email step then sends with the key it used before")
+         hint="the first call's process died after a corrected email went out: the second "
+              "call must carry on with what the first one made, not make it again")
 def _(resend, draw):
     source = _portable(resend)
     with _a_day(draw) as day:

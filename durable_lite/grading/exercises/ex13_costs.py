@@ -11,6 +11,36 @@ q3  reasons_for(steps, long_seconds, long_dollars): the chapter's three reasons 
     for durability, for drawn workloads: none, each reason alone, several, and lines for
     "long" other than the lesson's.
 
+What a right answer must have, and how the cases vary it:
+
+q1 `expected_cost(steps)` -> (from_the_top, resumed)
+- resumed: each step repeated by its own crashes only (runs of 2 to 9 drawn steps);
+- from the top: each step sent back by crashes in it or in any step after it (the same
+  draws: order matters, so a product over the steps before fails);
+- the edges: one step (both ways the same), steps that cannot crash (q = 0) or cost nothing
+  among ones that do, runs where nothing crashes at all;
+- the shape: a pair of finite numbers, in that order, unrounded (compared to 1e-9).
+
+q2 `break_even_steps(w, q, h)` -> the fewest n that pays, or None
+- exact where the rule of thumb is: rare crashes (q * n <= 1%), where using n for n - 1 is
+  one step short;
+- exact where it is not: frequent crashes, where the rule asks for too many steps;
+- the boundary: "pays" means saves *more* than it costs. Cases where some n saves exactly
+  n * h (q = 1/2 or 3/4, whole-number worths: every sum is exact in floating point), so
+  an answer that counts "as much as" for paying gives that n instead of the next;
+- free checkpoints (h = 0: the first n that saves anything, never 1); no crashes (q = 0:
+  None, at once, and with crashes an answer of None alone fails);
+- the shape: an int of at least 1, or None; each call within 3 s.
+
+q3 `reasons_for(steps, long_seconds, long_dollars)` -> a set of reasons
+- each reason alone, none, and several at once, in drawn workloads (harmless effects in
+  every one, so "any effect" is not "irreversible"; many small steps that are not long);
+- long counts work, not waiting (a wait far longer than the line, and no work to speak of);
+- the line is the one passed, not the lesson's 60 s and $1 (lines that cross between them);
+- the boundary: exactly the line's seconds of work, or exactly its dollars, is not long
+  ("more than"); whole seconds and quarters of a dollar, so every sum is exact, and lines
+  at or below the lesson's, so the line's value does not decide this test.
+
 The reference is `durable_lite.costs`, the lesson's own arithmetic, reached through a
 conversion: the questions are posed the way the lesson's rule of thumb is (a crash chance
 per attempt, a worth and a checkpoint cost in one unit, steps as plain dicts), not the way
@@ -29,6 +59,7 @@ import inspect
 import math
 import numbers
 import sys
+from fractions import Fraction
 
 from ... import costs
 from ..checks import Exercise, Fail, NotAttempted, time_limit
@@ -427,6 +458,46 @@ def _(break_even_steps, draw):
     _judge_steps(break_even_steps, w, q, h)
 
 
+def exact_saving(w, q, n) -> Fraction:
+    """What checkpoints save on a run of n equal steps, exactly: from the top, step j is
+    tried 1 / (1-q)^(n-j+1) times on average; resumed, 1 / (1-q) times."""
+    p = 1 - Fraction(q)
+    top = sum(Fraction(w) / p ** k for k in range(1, n + 1))
+    return top - n * Fraction(w) / p
+
+
+def boundary_cases(draw, count=3):
+    """(w, q, h, n): n equal steps whose checkpoints cost exactly what they save, n * h.
+    q is 1/2 or 3/4 and w a whole number, so the saving of every run length is a whole
+    number (or a half or a quarter) and any way of adding it up in floats is exact."""
+    out = []
+    while len(out) < count:
+        q = draw.choice([0.5, 0.75])
+        n = draw.choice([2, 4, 8] if q == 0.5 else [2, 3, 4, 6])
+        w = draw.randint(1, 20)
+        h = exact_saving(w, q, n) / n
+        if h.denominator in (1, 2, 4) and (q, n) not in [(c[1], c[3]) for c in out]:
+            out.append((float(w), q, float(h), n))
+    return out
+
+
+@q2.test("on the boundary: a run length whose checkpoints cost exactly what they save does "
+         "not pay yet",
+         hint="checkpoints pay when they save more than they cost: a run length that only "
+              "breaks even does not")
+def _(break_even_steps, draw):
+    for w, q, h, n in boundary_cases(draw):
+        shown, got = _steps_answer(break_even_steps, w, q, h)
+        if got == n + 1:
+            continue
+        if got == n:
+            raise Fail(f"{shown} returned {n}; at n = {n} the checkpoints cost {n} * h = "
+                       f"{n * h:g} per run and save exactly {float(exact_saving(w, q, n)):g}: "
+                       "they break even, they do not pay yet")
+        _judge_steps(break_even_steps, w, q, h)           # the usual feedback for the rest
+        raise Fail(f"{shown} returned {got}; that is not the fewest steps that pay")
+
+
 # q3 · reasons_for ---------------------------------------------------------------------------
 q3 = EXERCISE.question("q3", "when not to bother", answers=["reasons_for"])
 REASONS = costs.REASONS
@@ -564,7 +635,11 @@ def _long(steps, long_seconds, long_dollars, count_waits=False):
 def _hint(steps, long_seconds, long_dollars, said, want):
     """Where to look, from the reasons that differ (never which set is right)."""
     hints = []
-    if "long" in said ^ want:
+    work = math.fsum(s["seconds"] for s in steps if not s["waits"])
+    on_the_line = work == long_seconds or math.fsum(s["dollars"] for s in steps) == long_dollars
+    if "long" in said - want and on_the_line:
+        hints.append("this run costs exactly the line, and long is more than the line")
+    elif "long" in said ^ want:
         if "long" in said and _long(steps, long_seconds, long_dollars, count_waits=True):
             hints.append("long is about the work a redo from the top repeats: a wait's seconds "
                          "are not work (no worker runs while a run waits)")
@@ -677,3 +752,30 @@ def _(reasons_for, draw):
                  for i, s in enumerate(_split(draw, work * 0.6, parts))]
         steps.append(_step(f"{draw.choice(_MODEL)} {tag}", round(work * 0.4, 3), round(dollars, 4)))
         _judge_reasons(reasons_for, steps, long_seconds, long_dollars)
+
+
+@q3.test("on the line: exactly long_seconds of work, or exactly long_dollars, is not long",
+         hint="long is more than the line: a run that costs exactly the line is not long")
+def _(reasons_for, draw):
+    for on in ("seconds", "dollars"):
+        # Whole seconds and quarters of a dollar, so every sum is exact; lines at or below
+        # the lesson's 60 s and $1, so this test is about the boundary alone (the test
+        # above is about which line).
+        line_seconds = float(draw.randint(20, 60))
+        line_dollars = draw.randint(2, 4) / 4
+        tag = draw.randint(100, 999)
+        if on == "seconds":
+            parts = draw.randint(2, 5)
+            cuts = sorted(draw.sample(range(1, int(line_seconds)), parts - 1))
+            seconds = [b - a for a, b in zip([0] + cuts, cuts + [int(line_seconds)])]
+            dollars = [0.0] * (parts - 1) + [line_dollars / 4]
+        else:
+            quarters = int(line_dollars * 4)
+            calls = draw.randint(2, min(4, quarters))
+            cuts = sorted(draw.sample(range(1, quarters), calls - 1))
+            dollars = [(b - a) / 4 for a, b in zip([0] + cuts, cuts + [quarters])]
+            seconds = [float(draw.randint(1, int(line_seconds / 2 / calls) or 1))
+                       for _ in range(calls)]
+        steps = [_step(f"{draw.choice(_MODEL if d else _TOOLS)} {tag}-{i + 1}", float(t), d)
+                 for i, (t, d) in enumerate(zip(seconds, dollars))]
+        _judge_reasons(reasons_for, steps, line_seconds, line_dollars)
