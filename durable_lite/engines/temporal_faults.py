@@ -32,9 +32,11 @@ from ..faults import AFTER_CHECKPOINT, AFTER_EFFECT, BEFORE_STEP, CrashPlan
 
 # A worker killed inside an activity sends no word; the server learns of it only when the
 # attempt's start-to-close timeout runs out, then retries it (after RETRY's first interval)
-# on any worker of the task queue. A few seconds keeps a lesson's recovery short; a real
-# payment call would get longer, or heartbeats.
-STEP_TIMEOUT = timedelta(seconds=3)
+# on any worker of the task queue. A few seconds keeps a lesson's recovery short, yet is far
+# longer than any of the course's activities takes on a busy laptop: an attempt that
+# outlived it would be retried while it still ran, and an unkeyed effect would happen
+# twice with no crash at all. A real payment call would get longer, or heartbeats.
+STEP_TIMEOUT = timedelta(seconds=5)
 RETRY = RetryPolicy(initial_interval=timedelta(seconds=0.5), backoff_coefficient=2.0,
                     maximum_interval=timedelta(seconds=10))      # no maximum_attempts: forever
 
