@@ -93,7 +93,8 @@ def _about(event) -> str:
     if kind == "activity_task_started_event_attributes":
         return f"attempt {a.attempt} on {a.identity}"
     if kind == "timer_started_event_attributes":
-        return f"{_summary(event) or 'timer'} {a.start_to_fire_timeout.ToTimedelta().total_seconds():g} s"
+        seconds = a.start_to_fire_timeout.ToTimedelta().total_seconds()
+        return f"{_summary(event) or 'timer'} {seconds:g} s"
     if kind == "workflow_execution_signaled_event_attributes":
         return a.signal_name
     if kind == "workflow_execution_started_event_attributes":

@@ -166,9 +166,10 @@ def start_worker(address, name, *, task_queue=TASK_QUEUE, start=(), wait_for=(),
         json.dump(spec, f)
     log = open(os.path.join(folder, "worker.log"), "wb")
     try:
-        process = subprocess.Popen([sys.executable, "-m", "durable_lite.engines.temporal_worker", folder],
-                                   stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                   preexec_fn=_dies_with_this_thread())
+        process = subprocess.Popen(
+            [sys.executable, "-m", "durable_lite.engines.temporal_worker", folder],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            preexec_fn=_dies_with_this_thread())
     finally:
         log.close()
     return Worker(process, folder, name)
