@@ -198,7 +198,9 @@ def client(url: str):
     if module is None:
         return dbos.DBOSClient(system_database_url=url)
     import sqlalchemy
-    engine = sqlalchemy.create_engine(url, module=module)
+    # DBOS's own SQLite engines wait up to 30 s for a lock (PRAGMA busy_timeout); so does
+    # this one, or a read that meets a worker's write (its schema, say) would fail in 5 s.
+    engine = sqlalchemy.create_engine(url, module=module, connect_args={"timeout": 30})
     made = dbos.DBOSClient(system_database_engine=engine)
     destroy = made.destroy
 
