@@ -459,9 +459,8 @@ def pause_subscription(folder, sub_id, deadline=2 * DAY):
 
 
 @needs_dbos
-@pytest.mark.parametrize("seed", [51, 52])
-def test_a_right_pause_passes_every_test(port, seed):
-    results = run("q2", port(pause_port(), "pause_subscription"), seed)
+def test_a_right_pause_passes_every_test(port):
+    results = run("q2", port(pause_port(), "pause_subscription"), seed=51)
     assert failed(results) == set(), {n: t.message for n, t in results.items()}
 
 
