@@ -319,10 +319,10 @@ def test_where_dbos_cannot_run_the_checks_say_so(port, monkeypatch):
     def answer(folder, sub_id, unused):
         return None
     answer.dbos_function_name = "ex14-somewhere"          # looks like a DBOS workflow
-    monkeypatch.setattr(ex14, "available", lambda: (False, "pgserver has no wheel here"))
+    monkeypatch.setattr(ex14, "available", lambda: (False, "the Postgres wheel is missing here"))
     results = run("q1", answer, seed=31, only=[NO_CRASH])
     assert "not available on this Python" in results[NO_CRASH].message
-    assert "pgserver has no wheel here" in results[NO_CRASH].message
+    assert "the Postgres wheel is missing here" in results[NO_CRASH].message
     assert "nothing is wrong with your answer" in results[NO_CRASH].hint
 
 
