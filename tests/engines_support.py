@@ -1,19 +1,21 @@
 """Fixtures for the tests that run DBOS beside durable_lite (test_dbos_*, test_parity_*).
 
-Test modules import them with `from engines_support import *`. DBOS itself is required
-(the engines extra is part of the test install); a PostgreSQL server is started once for
-the whole session by the first test that asks for `postgres_url`, in a temporary data
-directory, and stopped when the session ends, also after failures. Where pgserver cannot
-be installed (Python 3.13 and newer today) those tests skip with the reason.
+Test modules import them with `from engines_support import *`. DBOS, the Postgres wheel and
+(on Python 3.12+) a SQLite new enough for DBOS are required: the engines extra is part of
+the test install on every Python, so a test that finds one missing fails, naming it, and
+never skips. A PostgreSQL server is started once for the whole session by the first test
+that asks for `postgres_url`, in a temporary data directory, and stopped when the session
+ends, also after failures.
 """
 
 import os
 
 import pytest
 
-from durable_lite.engines import dbos_support, postgres
+from durable_lite.engines import dbos_support, postgres, temporal_server
 
 _shared = {"server": None, "users": 0}
+_temporal = {"server": None, "users": 0}
 
 
 @pytest.fixture(scope="session")
@@ -21,7 +23,7 @@ def postgres_url():
     """The URL of a real PostgreSQL server shared by every test of the session."""
     ok, why = postgres.available()
     if not ok:
-        pytest.skip(why)
+        pytest.fail(why, pytrace=False)
     if _shared["server"] is None:
         _shared["server"] = postgres.TempPostgres("tests").start()
     _shared["users"] += 1
@@ -32,6 +34,25 @@ def postgres_url():
         if _shared["users"] == 0:
             _shared["server"].stop()
             _shared["server"] = None
+
+
+@pytest.fixture(scope="session")
+def temporal_address():
+    """The address of a real Temporal dev server shared by every test of the session (each
+    test uses task queues and workflow ids of its own). Stopped when the session ends."""
+    ok, why = temporal_server.available()
+    if not ok:
+        pytest.fail(why, pytrace=False)
+    if _temporal["server"] is None:
+        _temporal["server"] = temporal_server.TempTemporal("tests").start()
+    _temporal["users"] += 1
+    try:
+        yield _temporal["server"].address
+    finally:
+        _temporal["users"] -= 1
+        if _temporal["users"] == 0:
+            _temporal["server"].stop()
+            _temporal["server"] = None
 
 
 @pytest.fixture
@@ -52,7 +73,7 @@ def sqlite_url(tmp_path):
     """A DBOS system database of its own for this test (SQLite)."""
     usable, why = dbos_support.sqlite_usable()
     if not usable:
-        pytest.skip(why)
+        pytest.fail(why, pytrace=False)
     return dbos_support.sqlite_url(tmp_path / "dbos.sqlite")
 
 
@@ -70,5 +91,5 @@ def pair(tmp_path, name):
     return str(work / "world"), str(work)
 
 
-__all__ = ["postgres_url", "world", "workdir", "sqlite_url", "no_dbos_left_behind", "pair",
+__all__ = ["postgres_url", "temporal_address", "world", "workdir", "sqlite_url", "no_dbos_left_behind", "pair",
            "os", "pytest"]

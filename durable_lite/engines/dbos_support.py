@@ -2,7 +2,7 @@
 
 DBOS keeps one global instance per process: `DBOS(config=...)` then `DBOS.launch()`.
 To switch databases (SQLite first, then Postgres) the instance must be destroyed in
-between, which `launch()` here does for you. Four settings matter for a course:
+between, which `launch()` here does for you. Five settings matter for a course:
 
 - application_version is pinned. DBOS recovers a workflow only on a process running the
   same application version, and by default derives the version from a hash of your
@@ -15,6 +15,11 @@ between, which `launch()` here does for you. Four settings matter for a course:
   with the default a restarted worker sits idle for up to a second before it carries on.
   DBOS 3.4 has no public setting for it; `_poll_recovery_quickly` sets it where DBOS
   keeps it and, should a later DBOS keep it elsewhere, leaves the default in place.
+- on SQLite, the SQLite library. DBOS needs SQLite 3.42+ on Python 3.12+ (see DBOS_SQLITE),
+  which a Python built against an older system SQLite lacks; there DBOS, and every client
+  made here, are handed sqlean.py's sqlite3 module (SQLite 3.50) through SQLAlchemy's
+  `module=` engine option, which DBOS's `db_engine_kwargs` setting passes on. The course's
+  own stores keep using the standard sqlite3: only DBOS's file is opened by the other.
 
     from durable_lite.engines import dbos_support
     DBOS = dbos_support.launch(dbos_support.sqlite_url(folder.file("dbos.sqlite")))
@@ -49,19 +54,49 @@ def require():
     return dbos
 
 
+# DBOS 3.4 writes `unixepoch('subsec')` (SQLite 3.42+) into its SQLite schema and queries
+# when it runs on Python 3.12 or newer, and `strftime('%s','now')` (any SQLite) below 3.12:
+# it picks by the Python's version, assuming a 3.12+ Python brings a SQLite of 2023 or
+# later. A Python built against an older system SQLite (3.40 on Debian 12, say) then cannot
+# insert a row, and the first thing a learner sees is "no such table: main.operation_outputs".
+DBOS_SQLITE = (3, 42)
+
+
+def _dbos_needs_new_sqlite() -> bool:
+    return sys.version_info >= (3, 12)
+
+
+@functools.lru_cache(maxsize=None)
+def sqlite_module():
+    """The DB-API module DBOS should use for SQLite here: the standard sqlite3 when it is
+    new enough for DBOS on this Python, else sqlean.py's (the engines extra installs it on
+    3.12+: a sqlite3 with SQLite 3.50 inside), else None."""
+    import sqlite3
+    if not _dbos_needs_new_sqlite() or sqlite3.sqlite_version_info >= DBOS_SQLITE:
+        return sqlite3
+    try:
+        import sqlean.dbapi2 as newer
+    except ImportError:
+        return None
+    return newer if newer.sqlite_version_info >= DBOS_SQLITE else None
+
+
 def sqlite_usable():
     """(True, "") if DBOS can keep its system database in SQLite here, else (False, why).
 
-    DBOS 3.4 writes `unixepoch('subsec')` into its SQLite schema on Python 3.12 and newer,
-    assuming those Pythons bring SQLite 3.42 or newer; a Python built against an older
-    system SQLite cannot insert a row. (Postgres is unaffected.)
-    """
+    True wherever the engines extra is installed: see sqlite_module()."""
+    if sqlite_module() is not None:
+        return True, ""
     import sqlite3
-    import sys as _sys
-    if _sys.version_info >= (3, 12) and sqlite3.sqlite_version_info < (3, 42):
-        return False, (f"DBOS on SQLite needs SQLite 3.42+ on Python 3.12+; this Python has "
-                       f"SQLite {sqlite3.sqlite_version}")
-    return True, ""
+    return False, (f"DBOS on SQLite needs SQLite {'.'.join(map(str, DBOS_SQLITE))}+ on Python "
+                   f"3.12+; this Python has SQLite {sqlite3.sqlite_version} and the sqlean.py "
+                   f"package that brings a newer one is not installed: {EXTRA}")
+
+
+def sqlite_version() -> str:
+    """The version of the SQLite library DBOS uses here, e.g. "3.50.4"."""
+    module = sqlite_module()
+    return None if module is None else module.sqlite_version
 
 
 def sqlite_url(path) -> str:
@@ -72,9 +107,26 @@ def sqlite_url(path) -> str:
 def config(url: str, *, executor_id: str = "local", name: str = APP_NAME,
            app_version: str = APP_VERSION) -> dict:
     """The DBOSConfig this course uses (see the module docstring for why each setting)."""
-    return {"name": name, "system_database_url": url, "executor_id": executor_id,
-            "application_version": app_version, "log_level": "ERROR",
-            "notification_listener_polling_interval_sec": 0.05}
+    settings = {"name": name, "system_database_url": url, "executor_id": executor_id,
+                "application_version": app_version, "log_level": "ERROR",
+                "notification_listener_polling_interval_sec": 0.05}
+    if url.startswith("sqlite"):
+        module = _sqlite_for_dbos()
+        if module is not None:
+            # SQLAlchemy's create_engine(url, module=...) takes the DB-API module to use.
+            settings["db_engine_kwargs"] = {"module": module}
+    return settings
+
+
+def _sqlite_for_dbos():
+    """The module to hand DBOS when it is not the standard sqlite3 (None: nothing to hand;
+    an error if DBOS cannot use SQLite here at all)."""
+    import sqlite3
+    usable, why = sqlite_usable()
+    if not usable:
+        raise RuntimeError(why)
+    module = sqlite_module()
+    return None if module is sqlite3 else module
 
 
 def launch(url: str, **options):
@@ -84,13 +136,10 @@ def launch(url: str, **options):
     executor id and application version (that is how a restarted process resumes).
     """
     dbos = require()
-    if url.startswith("sqlite"):
-        usable, why = sqlite_usable()
-        if not usable:
-            raise RuntimeError(why)
+    settings = config(url, **options)             # refuses a SQLite DBOS cannot use
     shutdown()
     _console_log_to_current_stderr()
-    instance = dbos.DBOS(config=config(url, **options))
+    instance = dbos.DBOS(config=settings)
     _poll_recovery_quickly(instance)
     dbos.DBOS.launch()
     logging.getLogger("dbos").setLevel(logging.ERROR)
@@ -142,8 +191,27 @@ def running(url: str, **options):
 
 
 def client(url: str):
-    """A DBOSClient: reads and steers workflows from outside any DBOS application."""
-    return require().DBOSClient(system_database_url=url)
+    """A DBOSClient: reads and steers workflows from outside any DBOS application. On
+    SQLite it uses the same SQLite library as DBOS itself (see sqlite_module)."""
+    dbos = require()
+    module = _sqlite_for_dbos() if url.startswith("sqlite") else None
+    if module is None:
+        return dbos.DBOSClient(system_database_url=url)
+    import sqlalchemy
+    # DBOS's own SQLite engines wait up to 30 s for a lock (PRAGMA busy_timeout); so does
+    # this one, or a read that meets a worker's write (its schema, say) would fail in 5 s.
+    engine = sqlalchemy.create_engine(url, module=module, connect_args={"timeout": 30})
+    made = dbos.DBOSClient(system_database_engine=engine)
+    destroy = made.destroy
+
+    def destroy_and_dispose():
+        # A client given an engine does not dispose of it: close its connections too.
+        try:
+            destroy()
+        finally:
+            engine.dispose()
+    made.destroy = destroy_and_dispose
+    return made
 
 
 def recorded_steps(url_or_client, workflow_id: str) -> list:

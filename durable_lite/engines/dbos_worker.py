@@ -245,14 +245,22 @@ def outcome(workflow_id, deadline=None) -> dict:
         if deadline is not None and time.monotonic() > deadline:
             break
         time.sleep(0.05)
+    steps = DBOS.list_workflow_steps(workflow_id)
     found = {"status": None if status is None else status.status, "result": None, "error": None,
              "executor": None if status is None else status.executor_id,
-             "steps": [s["function_name"] for s in DBOS.list_workflow_steps(workflow_id)]}
+             "steps": [s["function_name"] for s in steps],
+             # [name, started, completed] in epoch seconds, as DBOS recorded them
+             "times": [[s["function_name"], *_times(s)] for s in steps]}
     if found["status"] == "SUCCESS":
         found["result"] = DBOS.retrieve_workflow(workflow_id).get_result()
     elif found["status"] == "ERROR":
         found["error"] = f"{type(status.error).__name__}: {status.error}"
     return found
+
+
+def _times(step):
+    return [None if step.get(k) is None else step[k] / 1000
+            for k in ("started_at_epoch_ms", "completed_at_epoch_ms")]
 
 
 def _touch(path):

@@ -17,6 +17,8 @@ Both return the same keys, read from the same kind of places:
     status    the run's final status, in durable_lite's words ("completed", "failed", ...)
     result    its result (JSON), or None
     replayed  the steps already recorded when the fresh process took over (what it replays)
+    steps     the steps recorded when the run ended, in order (on DBOS: not its DBOS.recv,
+              DBOS.sleep, ... calls)
     error     why the run, or a process, failed ("Type: message"), or None
 
 `crash=None` runs once, with no crash. Nothing here reads the simulated world: comparing
@@ -41,11 +43,24 @@ def on_durable_lite(module: str, workflow: str, args, *, run_id: str, workdir, k
     if not first.killed:
         run = first.run or {}
         return {"killed": False, "status": run.get("status"), "result": run.get("result"),
-                "replayed": run.get("replayed") or [], "error": run.get("error")}
+                "replayed": run.get("replayed") or [], "error": run.get("error"),
+                "steps": _recorded(store, run_id)}
     resumed = run_in_child(store, module, workflow, run_id=run_id, resume=True,
                            python_path=python_path, timeout=timeout).run
     return {"killed": True, "status": resumed["status"], "result": resumed["result"],
-            "replayed": resumed["replayed"], "error": resumed.get("error")}
+            "replayed": resumed["replayed"], "error": resumed.get("error"),
+            "steps": _recorded(store, run_id)}
+
+
+def _recorded(store_path, run_id) -> list:
+    """The names of the steps the store holds for the run, in order."""
+    from ..store import SQLiteStore
+    from ..store.records import STEP
+    store = SQLiteStore(store_path)
+    try:
+        return [e.label for e in store.load_entries(run_id) if e.kind == STEP]
+    finally:
+        store.close()
 
 
 def on_dbos(workflow: str, args, *, workflow_id: str, url: str, kwargs=None, crash=None,
@@ -112,11 +127,12 @@ def _outcome(found: dict, killed: bool) -> dict:
     from .dbos_support import status_word
     status = found["status"]
     return {"killed": killed, "status": None if status is None else status_word(status),
-            "result": found["result"], "replayed": [], "error": found["error"]}
+            "result": found["result"], "replayed": [], "error": found["error"],
+            "steps": [s for s in found["steps"] if not s.startswith("DBOS.")]}
 
 
 def _broken(worker, what) -> dict:
-    return {"killed": False, "status": None, "result": None, "replayed": [],
+    return {"killed": False, "status": None, "result": None, "replayed": [], "steps": [],
             "error": f"{what}: {last_error(worker.log())}"}
 
 

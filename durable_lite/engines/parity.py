@@ -1,14 +1,16 @@
-"""The same scenarios on durable_lite and on DBOS, as outcomes that can be compared.
+"""The same scenarios on durable_lite, DBOS and Temporal, as outcomes that can be compared.
 
-micrograd checks itself against PyTorch; durable_lite checks itself against DBOS. Every
-scenario here has two runners, `<scenario>_durable_lite(...)` and `<scenario>_dbos(...)`,
-that return plain dicts with the same keys, read from the same places: the run's final
-status and result, what its resume replayed, and the simulated world's ledgers (a fresh
-world folder per run). Where the two dicts differ, one of the engines broke a promise, or
-the difference is real and belongs in differences.py.
+micrograd checks itself against PyTorch; durable_lite checks itself against DBOS and
+Temporal. Every scenario here has a runner per engine, `<scenario>_durable_lite(...)`,
+`<scenario>_dbos(...)` and, for the first two, `<scenario>_temporal(...)`, that return
+plain dicts with the same keys, read from the same places: the run's final status and
+result, what its resume replayed, and the simulated world's ledgers (a fresh world folder
+per run). Where two dicts differ, an engine broke a promise, or the difference is real and
+belongs in differences.py.
 
     refund_killed      lesson 01's refund, SIGKILLed at a crash point, resumed by a
-                       fresh process (DBOS: a worker with the same executor id)
+                       fresh process (DBOS: a worker with the same executor id; Temporal:
+                       another worker on the task queue), keyed or not
     approval           the refund over its limit: the approval arrives, or the deadline
                        passes first
     fifty_attempts     figure 5: 50 delivery attempts across fresh runners -> 1 delivery
@@ -16,7 +18,9 @@ the difference is real and belongs in differences.py.
                        figures 2, 4 and 3 of the source review's research workflow
 
 The DBOS runners take a system-database URL (SQLite or Postgres). They launch DBOS in this
-process when they need it and destroy it before returning.
+process when they need it and destroy it before returning. The Temporal runners take a
+server's address (temporal_server.TempTemporal) and run every workflow in worker
+processes, each case on a task queue of its own, so many cases can share one server.
 """
 
 import os
@@ -49,11 +53,19 @@ def _dbos():
 
 
 # lesson 01's refund, killed for real ---------------------------------------------------------
-def refund_killed_durable_lite(step, when, folder, workdir, order=ORDER, amount=AMOUNT) -> dict:
+def _refund_options(keyed) -> dict:
+    """keyed: every effect carries an idempotency key (the cure of lesson 03); not keyed:
+    none does (the refund of lesson 01 before the cure). Keyed passes key_notices alone,
+    as before, so a port with no use_key option still takes it."""
+    return {"key_notices": True} if keyed else {"use_key": False, "key_notices": False}
+
+
+def refund_killed_durable_lite(step, when, folder, workdir, order=ORDER, amount=AMOUNT,
+                               keyed=True) -> dict:
     store = os.path.join(workdir, "runs.db")
     killed = run_in_child(store, "durable_lite.examples", "refund", folder, order, amount,
                           run_id=f"refund-{order}", crash_at=CrashAt(step, when, kill=True),
-                          key_notices=True)
+                          **_refund_options(keyed))
     resumed = run_in_child(store, "durable_lite.examples", "refund", run_id=f"refund-{order}",
                            resume=True).run
     return {"killed": killed.killed, "status": resumed["status"], "result": resumed["result"],
@@ -61,23 +73,51 @@ def refund_killed_durable_lite(step, when, folder, workdir, order=ORDER, amount=
 
 
 def refund_killed_dbos(step, when, folder, url, order=ORDER, amount=AMOUNT,
-                       workflow="refund_dbos.refund", imports=(), python_path=()) -> dict:
+                       workflow="refund_dbos.refund", imports=(), python_path=(),
+                       keyed=True) -> dict:
     """`workflow` may be any port of lesson 01's refund whose steps come from
     dbos_faults.step (a learner's, say: give its module in `imports`/`python_path`)."""
     from .dbos_support import recorded_steps, status_word
     from .dbos_worker import start_worker
     # One system database serves many cases: each gets its own workflow and executor id.
-    workflow_id, executor = f"refund-{order}-{step}-{when}", f"sweep-{order}-{step}-{when}"
+    case = f"{order}-{step}-{when}" + ("" if keyed else "-unkeyed")
+    workflow_id, executor = f"refund-{case}", f"sweep-{case}"
     where = {"imports": imports, "python_path": python_path}
     killed = start_worker(url, executor, crash=CrashAt(step, when), **where,
                           start=[(workflow, workflow_id, [folder, order, amount],
-                                  {"key_notices": True})])
+                                  _refund_options(keyed))])
     killed.join()
     checkpointed = recorded_steps(url, workflow_id)      # what the restart will replay
     report = start_worker(url, executor, wait_for=[workflow_id], **where
                           ).result()[workflow_id]
     return {"killed": killed.killed, "status": status_word(report["status"]),
             "result": report["result"], "replayed": checkpointed, **ledger(folder)}
+
+
+def refund_killed_temporal(step, when, folder, address, order=ORDER, amount=AMOUNT,
+                           keyed=True, workflow="refund", imports=(), python_path=()) -> dict:
+    """The refund on Temporal: worker "machine-a" starts it and is SIGKILLed at the crash
+    point; "machine-b", another process on the same task queue, finishes it once the
+    server gives up on the first (temporal_worker.py says after how long). `replayed` is
+    what the server had recorded as completed when machine-a died. `workflow` may be any
+    port registered under another name whose activities come from temporal_faults."""
+    from . import temporal_support
+    from .temporal_worker import start_worker
+    case = f"{order}-{step}-{when}" + ("" if keyed else "-unkeyed")
+    workflow_id = f"refund-{case}-{os.urandom(3).hex()}"     # a shared server, many cases
+    where = {"task_queue": f"q-{workflow_id}", "imports": imports, "python_path": python_path}
+    machine_a = start_worker(address, "machine-a", crash=CrashAt(step, when), **where,
+                             start=[(workflow, workflow_id,
+                                     [folder, order, amount, keyed, False, keyed], {})])
+    machine_a.join()
+    recorded = temporal_support.completed_steps(address, workflow_id)
+    machine_b = start_worker(address, "machine-b", wait_for=[workflow_id], **where)
+    try:
+        report = machine_b.result()[workflow_id]
+    finally:
+        machine_b.kill()
+    return {"killed": machine_a.killed, "status": temporal_support.status_word(report["status"]),
+            "result": report["result"], "replayed": recorded, **ledger(folder)}
 
 
 # a wait with a deadline -------------------------------------------------------------------
@@ -115,6 +155,29 @@ def approval_dbos(approve: bool, folder, url, timeout=0.5) -> dict:
         steps = [s["function_name"] for s in DBOS.list_workflow_steps(workflow_id)]
     return {"asked for approval": "DBOS.recv" in steps,
             "status": dbos_support.status_word(status), "result": result, **ledger(folder)}
+
+
+def approval_temporal(approve: bool, folder, address, timeout=0.5) -> dict:
+    """Temporal on the wall clock too (its dev server has no time skipping): the deadline is
+    `timeout` real seconds. The approval is a signal, sent once the run exists."""
+    from . import refund_temporal, temporal_support
+    from .temporal_worker import start_worker
+    workflow_id = f"refund-{ORDER}-approval-{approve}-{os.urandom(3).hex()}"
+    worker = start_worker(address, "approvals", task_queue=f"q-{workflow_id}", start=[
+        ("refund_with_approval", workflow_id, [folder, ORDER, BIG_AMOUNT, 100, timeout, 0.05],
+         {})])
+    try:
+        if approve:          # once the run waits, as durable_lite's is answered once parked
+            temporal_support.wait_for_timer(address, workflow_id, "approval deadline")
+            temporal_support.signal(address, workflow_id, refund_temporal.APPROVAL,
+                                    {"approved": True, "by": "ana"})
+        report = worker.result()[workflow_id]
+    finally:
+        worker.kill()
+    timers = [r for r in temporal_support.history(address, workflow_id) if r["kind"] == "timer"]
+    return {"asked for approval": any(t["step"] == "approval deadline" for t in timers),
+            "status": temporal_support.status_word(report["status"]),
+            "result": report["result"], **ledger(folder)}
 
 
 # figure 5: fifty attempts, one delivery ----------------------------------------------------

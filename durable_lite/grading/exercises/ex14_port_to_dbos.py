@@ -18,17 +18,43 @@ workflow id), pre-loads two fresh worlds with the same earlier refunds and cance
 (so no literal id can match), then runs the original in durable_lite child processes and
 the port in DBOS workers, each SIGKILLed at the same crash point and restarted by a fresh
 process (engines/killed.py). The outcomes must agree: whether the process was killed, the
-final status and result, the steps already recorded when the fresh process took over, and
-the ledgers (refunds, refund requests, plan records, emails). The three windows after a
-side effect (cancel, refund, goodbye) are crashed in every run, two of the other nine crash
-points are drawn fresh, and the branch with nothing to refund has its own test. The keys
-the providers received are compared in a test of their own.
+final status and result, the steps recorded (when the fresh process took over, and at the
+end), and the ledgers (refunds, refund requests, plan records, emails).
 
-q2, the same answers: the customer says yes (with a drawn number of months), says no, or
-never answers before the deadline; the original runs on a fake clock and the grader's
-`engine.signal`, the port in a DBOS worker with a real deadline and a message the grader
-sends through a DBOSClient. The outcomes must agree, and an answered wait must end at once,
-not at its deadline.
+Properties a right q1 answer has, and the test whose fresh cases vary each:
+  - its steps keep the original's names and order (lookup, cancel, refund, goodbye),
+    declared with dbos_faults.step so the crash points exist: every test compares the
+    steps recorded; "killed at two more crash points" draws two of the nine other points;
+  - both branches: a refund when something is unused (every test), none at unused = 0
+    (its own test: the boundary of `if unused > 0`);
+  - what survives a crash inside an effect's window: cancel and refund keyed, so a
+    restarted worker's repeat is recognised (the cancel and refund window tests); the
+    goodbye email unkeyed, so it goes out twice, as the original's does (its window test);
+  - the keys themselves: the original's, derived from the workflow id and the same parts
+    (the keys test: another stable key passes the windows and fails here);
+  - the result built from what the steps returned: ids drawn by worlds that have done other
+    work before, so no literal id can match (the no-crash test);
+  - a resume in another process: every crash test restarts the port in a fresh worker.
+A hint names what the test observed: which steps were recorded where the original's were
+not, which ledger grew, which keys differed.
+
+q2, the same answers: the customer says yes (with a drawn number of months), says no,
+never answers before the deadline, or answers late but within it; the original runs on a
+fake clock and the grader's `engine.signal`, the port in a DBOS worker with a real deadline
+and a message the grader sends through a DBOSClient. The outcomes must agree.
+
+Properties a right q2 answer has, and the test whose fresh cases vary each:
+  - every branch: yes, no, no answer at all (three tests), and "no answer" is not "no";
+  - the answer's content: the months are drawn (the yes test);
+  - the topic: the answer comes on CONFIRM (every answered test);
+  - the deadline is the workflow's `deadline` argument, in seconds, not a constant: the
+    silent test draws two deadlines far apart and the port's wait (DBOS's own record of its
+    DBOS.recv) must last each one; the late-answer test answers after a drawn delay that
+    a short constant would miss, within a drawn deadline;
+  - an answered wait ends at once, not at its deadline (the yes and no tests: a deadline
+    nobody reaches);
+  - its steps keep the original's names, every effect inside one (recorded steps compared);
+  - the pause key is the original's, from the workflow id (the yes test).
 """
 
 import inspect
@@ -37,6 +63,7 @@ import os
 import secrets
 import sqlite3
 import sys
+import time
 
 from ...clock import FakeClock, SequentialIds
 from ...engine import Engine
@@ -111,7 +138,9 @@ def _database(folder) -> str:
         return dbos_support.sqlite_url(os.path.join(folder, "dbos.sqlite"))
     if not _postgres:
         _postgres.append(postgres.TempPostgres("ex14").start())     # stopped at exit
-    return _postgres[0].url
+    # A database of its own, as each SQLite file is: tests draw the same run ids from the
+    # same seed, and DBOS would find the previous test's workflow under that id.
+    return _postgres[0].new_database("ex14")
 
 
 # the learner's port, as a module a fresh process imports -----------------------------------
@@ -307,11 +336,38 @@ def judge(original, port, case, crash=None, keys=False) -> None:
                    f"{port['replayed']}; durable_lite had recorded {original['replayed']}",
                    "one DBOS step for each ctx.step of the original: the same names, in the "
                    "same order, the same branch")
+    _same_steps(original, port, where)
     if keys and port["keys"] != original["keys"]:
         raise Fail(f"{where}: the providers received different idempotency keys: from the "
                    f"original {_new_keys(original, case)}, from your port {_new_keys(port, case)}",
                    "ctx.idempotency_key(*parts) is derive_key(run id, *parts), and on DBOS the "
                    "run id is the workflow id: build each key from it and the same parts")
+
+
+def _same_steps(original, port, where) -> None:
+    """The steps recorded by the end must be the original's; the hint says what differs."""
+    want, got = original["steps"], port["steps"]
+    if got == want:
+        return
+    raise Fail(f"{where}: DBOS recorded the steps {got} for your port by the end; durable_lite "
+               f"recorded {want} for the original", _why_steps_differ(want, got))
+
+
+def _why_steps_differ(want, got) -> str:
+    extra = [s for s in got if s not in want]
+    missing = [s for s in want if s not in got]
+    if extra == ["refund"] and not missing:
+        return ("your port ran a refund step where the original runs none: the original "
+                "refunds only when there is something to refund")
+    if missing == ["refund"] and not extra:
+        return ("your port ran no refund step where the original ran one: when is there "
+                "something to refund?")
+    if sorted(got) == sorted(want):
+        return "the same steps, in another order: call them in the original's order"
+    if extra or missing:
+        return (f"{STEP_HINT}; every call to a service inside one of them "
+                f"(recorded by your port only: {extra}; by the original only: {missing})")
+    return "each step once, as in the original"
 
 
 def _failure_hint(error) -> str:
@@ -339,7 +395,8 @@ def _same_ledgers(original, port, case, where) -> None:
         wrong = "; ".join(f"{name} {got[name]} (the original's: {want[name]})"
                           for name in want if got[name] != want[name])
         raise Fail(f"{where}: your port's world recorded {wrong}",
-                   _why_counts_differ(want, got))
+                   _why_steps_differ(original["steps"], port["steps"])
+                   if port["steps"] != original["steps"] else _why_counts_differ(want, got))
     for ledger, what in (("refunds", "refunds (id, subscription, amount)"),
                          ("plans", "plan records"), ("emails", "emails to")):
         if port[ledger] != original[ledger]:
@@ -349,9 +406,13 @@ def _same_ledgers(original, port, case, where) -> None:
 
 
 def _why_counts_differ(want, got) -> str:
+    """The steps recorded were the original's, so a ledger that grew more means a repeated
+    step was not recognised by its provider, and one that grew less means a repeat was
+    recognised where the original's was not."""
     if got["refunds paid"] > want["refunds paid"] or got["plan records"] > want["plan records"]:
-        return ("a step that ran again called its provider with another key, or none: give "
-                "the keyed calls a key that is the same every time the step runs")
+        return ("the same steps ran, yet the provider recorded more: a step that ran again "
+                "called it with another key, or none; give the keyed calls a key that is the "
+                "same every time the step runs")
     if got["emails"] < want["emails"]:
         return ("the original sends the goodbye email without a key, so a crash right after "
                 "it sends it twice; a port keeps the original's behaviour, window included")
@@ -433,18 +494,24 @@ def _(cancel_subscription, draw):
 
 # q2: both engines, the same answers ----------------------------------------------------------
 ANSWERED_DEADLINE = 60.0      # a deadline nobody reaches: the answer must end the wait
-SILENT_DEADLINE = 1.0         # real seconds on DBOS; a fake clock moves past it on durable_lite
-PATIENCE = 8.0                # how long the grader waits for a port's run to end
+SHORT_DEADLINES = (1.2, 1.7)  # the silent test draws one deadline from each range (real
+LONG_DEADLINES = (4.3, 5.0)   # seconds on DBOS): no one constant lasts both, as
+EARLY, LATE = 0.25, 2.0       # a wait may be EARLY shorter or LATE longer than its deadline
+LATE_ANSWER = (1.8, 2.4)      # the late-answer test answers this long after the wait began,
+LATE_DEADLINE = (5.0, 6.5)    # within a deadline drawn from here
+PATIENCE = 12.0               # how long the grader waits for a port's run to end
 
 
-def pause_on_durable_lite(folder, case, deadline, answer) -> dict:
-    """The original on a fake clock: started, then answered or left past its deadline."""
+def pause_on_durable_lite(folder, case, deadline, answer, delay=0.0) -> dict:
+    """The original on a fake clock: started, then answered (`delay` seconds into its wait)
+    or left past its deadline."""
     world = case.world(folder)
     clock = FakeClock(START)
     engine = Engine(SQLiteStore(os.path.join(folder, "runs.db")), clock, ids=SequentialIds("id"))
     engine.start(subscriptions.pause_subscription, world, case.sub_id, run_id=case.run_id,
                  deadline=deadline)
     if answer is not None:
+        clock.advance(delay)
         engine.signal(case.run_id, subscriptions.CONFIRM, answer)
     else:
         clock.advance(deadline + 1)
@@ -456,26 +523,32 @@ def pause_on_durable_lite(folder, case, deadline, answer) -> dict:
             **recorded(world)}
 
 
-def pause_on_dbos(folder, url, module, module_folder, case, deadline, answer) -> dict:
+def pause_on_dbos(folder, url, module, module_folder, case, deadline, answer,
+                  delay=0.0) -> dict:
     """The port in a DBOS worker; the answer, if any, sent as a message once the workflow
-    exists. Its status is "running" if it had not ended PATIENCE seconds later."""
+    exists, or `delay` seconds after its "ask" step was recorded (as its wait began). Its
+    status is "running" if it had not ended PATIENCE seconds after that; "waited" is how
+    long the run waited between its "ask" step and its next one, by DBOS's own record of
+    the steps (None if it recorded no step after "ask")."""
     world = case.world(folder)
     worker = dbos_worker.start_worker(
         url, f"pause-{case.run_id}", imports=[module], python_path=[module_folder],
-        timeout=PATIENCE, start=[(f"{module}.pause_subscription", case.run_id,
+        timeout=PATIENCE + delay, start=[(f"{module}.pause_subscription", case.run_id,
                                   [world, case.sub_id], {"deadline": deadline})])
     try:
-        if answer is not None and _started(worker, url, case.run_id):
+        if answer is not None and _started(worker, url, case.run_id,
+                                           after_step="ask" if delay else None):
+            time.sleep(delay)
             client = dbos_support.client(url)
             try:
                 client.send(case.run_id, answer, subscriptions.CONFIRM)
             finally:
                 client.destroy()
-        report = killed.reported(worker, PATIENCE + 30)
+        report = killed.reported(worker, PATIENCE + delay + 30)
     finally:
         worker.kill()                  # also when the test is stopped while it waits
     if report is None:
-        return {"status": None, "result": None, "steps": [],
+        return {"status": None, "result": None, "steps": [], "waited": None,
                 "error": f"the worker could not run your port: {killed.last_error(worker.log())}",
                 **recorded(world)}
     found = report[case.run_id]
@@ -483,13 +556,28 @@ def pause_on_dbos(folder, url, module, module_folder, case, deadline, answer) ->
     return {"status": None if status is None else dbos_support.status_word(status),
             "result": found["result"], "error": found["error"],
             "steps": [s for s in found["steps"] if not s.startswith("DBOS.")],  # not recv
-            **recorded(world)}
+            "waited": _waited_after("ask", found["times"]), **recorded(world)}
 
 
-def _started(worker, url, workflow_id, timeout=30.0) -> bool:
-    """Wait until the workflow exists (a message to a workflow that does not is refused)."""
-    import time
+def _waited_after(name, times):
+    """Seconds between the end of step `name` and the start of the next step (not a DBOS.*
+    call such as recv or sleep): how long the run waited there, however it waited."""
+    ended = None
+    for step, started, completed in times:
+        if ended is not None and not step.startswith("DBOS.") and started is not None:
+            return started - ended
+        if step == name:
+            ended = completed
+    return None
+
+
+def _started(worker, url, workflow_id, timeout=60.0, after_step=None) -> bool:
+    """Wait until the workflow exists (a message to a workflow that does not is refused),
+    and, with `after_step`, until DBOS has recorded that step of it. False if the worker
+    ended first (the port's doing: its report says how); an error of the grader's own if
+    the worker lives on and the workflow never shows (the port is not to blame for that)."""
     client = dbos_support.client(url)
+    last = None
     try:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -497,30 +585,46 @@ def _started(worker, url, workflow_id, timeout=30.0) -> bool:
                 return False
             try:
                 if client.list_workflows(workflow_ids=[workflow_id], load_input=False,
-                                         load_output=False):
+                                         load_output=False) and (
+                        after_step is None or after_step in
+                        [s["function_name"] for s in client.list_workflow_steps(workflow_id)]):
                     return True
-            except Exception:      # the worker has not created DBOS's tables yet
-                pass
+            except Exception as exc:      # the worker has not created DBOS's tables yet
+                last = exc
             time.sleep(0.05)
-        return False
+        raise RuntimeError(f"the grader saw no workflow {workflow_id!r}"
+                           + (f" with a step {after_step!r}" if after_step else "")
+                           + f" within {timeout:g} s while its worker ran"
+                           + (f" (last error: {type(last).__name__}: {last})" if last else ""))
     finally:
         client.destroy()
 
 
-def _pause_case(pause_subscription, draw, answer, deadline):
+def _pause_cases(pause_subscription, draw, runs):
+    """[(case, original, port)] for each (answer, deadline, delay) of `runs`, one port saved."""
     with scratch("ex14") as folder:
         answered(pause_subscription, "pause_subscription")
         url = _database(folder)
         module = save_port(pause_subscription, "pause_subscription", folder)
-        case = Case(draw)
-        original = pause_on_durable_lite(os.path.join(folder, "durable_lite"), case, deadline,
-                                         answer)
-        port = pause_on_dbos(os.path.join(folder, "dbos"), url, module, folder, case, deadline,
-                             answer)
-    return case, original, port
+        out = []
+        for n, (answer, deadline, delay) in enumerate(runs):
+            case = Case(draw)
+            here = os.path.join(folder, f"case-{n}")
+            original = pause_on_durable_lite(os.path.join(here, "durable_lite"), case,
+                                             deadline, answer, delay)
+            port = pause_on_dbos(os.path.join(here, "dbos"), url, module, folder, case,
+                                 deadline, answer, delay)
+            out.append((case, original, port))
+    return out
 
 
-def _judge_pause(original, port, case, what) -> None:
+def _pause_case(pause_subscription, draw, answer, deadline, delay=0.0):
+    [one] = _pause_cases(pause_subscription, draw, [(answer, deadline, delay)])
+    return one
+
+
+def _judge_pause(original, port, case, what, wait=None) -> None:
+    """`wait`: (shortest, longest, what ends it) for the port's DBOS.recv, if checked."""
     what = f"pause_subscription(folder, {case.sub_id!r}) as run {case.run_id!r}, {what}"
     if port["error"] and "NotImplementedError" in port["error"]:
         raise NotAttempted("your port (or a step it calls) still raises NotImplementedError")
@@ -535,6 +639,8 @@ def _judge_pause(original, port, case, what) -> None:
     if port["status"] != "completed":
         raise Fail(f"{what}: your port ended {port['status']}"
                    + (f": {port['error']}" if port["error"] else ""), _failure_hint(port["error"]))
+    if wait is not None:
+        _judge_wait(port, what, *wait)
     mails = len(port["emails"]), len(original["emails"])
     paused = len(port["plans"]) - len(case.earlier_plans), \
         len(original["plans"]) - len(case.earlier_plans)
@@ -563,6 +669,27 @@ def _judge_pause(original, port, case, what) -> None:
                    "build the key as the original does, with DBOS's workflow id as the run id")
 
 
+def _judge_wait(port, what, shortest, longest, until) -> None:
+    """The port waited `shortest` to `longest` seconds after its "ask" step, by DBOS's own
+    record of the steps; `until`: what should have ended the wait ("the deadline", ...)."""
+    waited = port["waited"]
+    if waited is None:
+        raise Fail(f"{what}: DBOS recorded no step of your port after 'ask' "
+                   f"(it recorded {port['steps']})",
+                   "after the wait, the original always runs one more step: 'unchanged' or "
+                   "'pause'")
+    if waited < shortest:
+        raise Fail(f"{what}: your port's wait ended after {waited:.1f} s, before {until} "
+                   f"({shortest + EARLY:.1f} s into the wait)",
+                   "the wait's deadline is the workflow's `deadline` argument, in seconds, "
+                   "whatever it is in this run")
+    if waited > longest:
+        raise Fail(f"{what}: your port's wait lasted {waited:.1f} s; the deadline was "
+                   f"{longest - LATE:.1f} s",
+                   "the wait's deadline is the workflow's `deadline` argument, in seconds, "
+                   "whatever it is in this run")
+
+
 @q2.test("the customer answers yes within the deadline: the plan is paused for the months "
          "they chose, as the original does, as soon as the answer arrives",
          hint="the answer comes as a message on the original's topic; read the months from it")
@@ -580,10 +707,27 @@ def _(pause_subscription, draw):
     _judge_pause(original, port, case, f"answered {answer} on topic 'confirm'")
 
 
-@q2.test("nobody answers before the deadline (1 s here): the run goes on without an answer, "
-         "as in the original",
+@q2.test("nobody answers before the deadline (two runs: deadlines of about 1.5 s and 4.5 s, "
+         "drawn fresh): each wait lasts its run's deadline, then the run goes on without an "
+         "answer, as in the original",
          hint="the wait must give up at the workflow's `deadline` (seconds); what does it "
               "return then?")
 def _(pause_subscription, draw):
-    case, original, port = _pause_case(pause_subscription, draw, None, SILENT_DEADLINE)
-    _judge_pause(original, port, case, f"no answer, deadline {SILENT_DEADLINE:g} s")
+    deadlines = [round(draw.uniform(*SHORT_DEADLINES), 2), round(draw.uniform(*LONG_DEADLINES), 2)]
+    runs = _pause_cases(pause_subscription, draw, [(None, d, 0.0) for d in deadlines])
+    for (case, original, port), deadline in zip(runs, deadlines):
+        _judge_pause(original, port, case, f"no answer, deadline {deadline:g} s",
+                     wait=(deadline - EARLY, deadline + LATE, "the deadline"))
+
+
+@q2.test("the customer answers late (about 2 s into the wait), within a longer deadline: the "
+         "wait hears it and the plan is paused",
+         hint="the wait lasts until the workflow's `deadline` argument, not a few seconds of "
+              "your choosing: an answer may come any time before it")
+def _(pause_subscription, draw):
+    answer = {"pause": True, "months": draw.randint(1, 6)}
+    delay, deadline = round(draw.uniform(*LATE_ANSWER), 2), round(draw.uniform(*LATE_DEADLINE), 1)
+    case, original, port = _pause_case(pause_subscription, draw, answer, deadline, delay)
+    _judge_pause(original, port, case, f"answered {answer} on topic 'confirm' {delay:g} s into "
+                 f"the wait, deadline {deadline:g} s",
+                 wait=(delay - EARLY, deadline - EARLY, "the answer came"))

@@ -1,0 +1,319 @@
+"""A Temporal worker in a fresh process: a "machine" a lesson or a test can SIGKILL.
+
+    machine_a = start_worker(server.address, "machine-a",
+                             start=[("refund", "refund-A-17", [folder, "A-17", 40], {})],
+                             hold=CrashAt("refund", "after_effect"))
+    machine_a.wait_until_held()   # the money has moved; the server has not heard of it
+    machine_a.kill()              # SIGKILL: no cleanup, no goodbye
+    start_worker(server.address, "machine-b", wait_for=["refund-A-17"]).result()
+
+Each worker is a real Python process (`python -m durable_lite.engines.temporal_worker
+SPEC`) that connects to the server at `address`, polls one task queue for workflow and
+activity tasks, may start workflows (by their registered names), and waits for the
+workflows it was asked about to end, then writes what it saw as JSON (a killed process
+reports nothing, so the controller reads the server's history as well). Any worker on the
+task queue may take any task: unlike DBOS's executors, a second machine does pick up a dead
+one's run, once the server has given up on the dead one (see WORKFLOW_TASK_TIMEOUT and
+temporal_faults.STEP_TIMEOUT).
+
+It can crash itself at a crash point (`crash`, SIGKILL from inside) or stop at one and
+wait to be killed from outside (`hold`). Its output goes to a log file, never to a
+notebook. It ends with os._exit: the SDK's native threads sometimes abort an interpreter
+that shuts down normally after a worker ran.
+"""
+
+import asyncio
+import atexit
+import importlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
+
+from ..faults import CrashAt
+from .temporal_server import _dies_with_this_thread
+
+TASK_QUEUE = "durable-lite-course"
+# How long the server waits for a workflow task it handed to a worker before it gives the
+# task to another (Temporal's default is 10 s). A worker killed in the middle of one costs
+# this much; a slow first task (the sandbox imports the workflow module) must fit in it.
+WORKFLOW_TASK_TIMEOUT = timedelta(seconds=4)
+# After a worker handled a run, the server first offers that run's next task to the same
+# worker (its "sticky" queue, where the run is cached). If that worker died, the server
+# gives up on it after this long and uses the task queue (SDK default: 10 s).
+STICKY_TIMEOUT = timedelta(seconds=1)
+MODULES = ("refund_temporal", "temporal_pitfalls")      # registered on every worker
+
+
+class HoldAt(CrashAt):
+    """Like CrashAt, but instead of dying the worker announces it is there and waits to be
+    killed from outside (a lesson's "the machine dies now")."""
+
+    def fire(self):
+        _touch(os.environ["DL_WORKER_HELD"])
+        time.sleep(3600)
+        os._exit(3)               # nobody came: never carry on as if nothing happened
+
+
+# the controller's side ---------------------------------------------------------------------
+class Worker:
+    """A running worker process and the files it reports through."""
+
+    def __init__(self, process, folder, name):
+        self.process, self.folder, self.name = process, folder, name
+
+    def _file(self, name):
+        return os.path.join(self.folder, name)
+
+    def _wait_for(self, name, timeout):
+        deadline = time.monotonic() + timeout
+        while not os.path.exists(self._file(name)):
+            if self.process.poll() is not None:
+                raise RuntimeError(f"worker {self.name!r} exited ({self.process.returncode}) "
+                                   f"before {name}:\n{self.log()}")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"worker {self.name!r}: no {name} within {timeout}s:\n"
+                                   f"{self.log()}")
+            time.sleep(0.02)
+
+    def wait_until_ready(self, timeout=60.0):
+        """Block until the worker polls its task queue (and started what it was given)."""
+        self._wait_for("ready", timeout)
+        return self
+
+    def wait_until_held(self, timeout=60.0):
+        """Block until the worker stopped at its `hold` point, waiting to be killed."""
+        self._wait_for("held", timeout)
+        return self
+
+    def kill(self):
+        """SIGKILL the worker, as a crashed machine: no cleanup runs."""
+        if self.process.poll() is None:
+            os.kill(self.process.pid, signal.SIGKILL)
+        self.process.wait(30)
+        return self
+
+    def join(self, timeout=120.0):
+        try:
+            return self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise TimeoutError(f"worker {self.name!r} did not finish within {timeout}s "
+                               f"(killed):\n{self.log()}") from None
+
+    @property
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    @property
+    def killed(self) -> bool:
+        return self.process.poll() == -signal.SIGKILL
+
+    def report(self):
+        """What the worker saw, {workflow id: outcome}, or None if it did not live to say."""
+        path = self._file("report.json")
+        if not os.path.exists(path):
+            return None
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+
+    def result(self, timeout=120.0):
+        """Wait for the worker to finish and return its report (an error if it had none)."""
+        code = self.join(timeout)
+        report = self.report()
+        if report is None:
+            raise RuntimeError(f"worker {self.name!r} ended ({code}) without a report:\n"
+                               f"{self.log()}")
+        return report
+
+    def log(self) -> str:
+        try:
+            with open(self._file("worker.log"), encoding="utf-8", errors="replace") as f:
+                return f.read()[-3000:]
+        except OSError:
+            return ""
+
+
+def start_worker(address, name, *, task_queue=TASK_QUEUE, start=(), wait_for=(), crash=None,
+                 hold=None, linger=0.0, timeout=60.0, imports=(), python_path=()) -> Worker:
+    """Start a Temporal worker process (see the module docstring).
+
+    start:    [(workflow name, workflow id, args, options)]; options may hold
+              "task_timeout" (seconds) and "id_reuse" ("allow", "reject": the default)
+    wait_for: more workflow ids to wait for (runs this worker takes over)
+    crash:    a faults.CrashAt: SIGKILL itself there.  hold: the same point, but wait there
+    linger:   seconds to keep polling after everything ended (an idle second machine)
+    imports:  more modules whose workflows (@workflow.defn classes) and activities
+              (@activity.defn functions) this worker registers; python_path: folders to
+              put on its sys.path first (e.g. where a learner's port is)
+    timeout:  seconds to wait for each workflow before reporting it unfinished
+    """
+    folder = tempfile.mkdtemp(prefix=f"dl-tworker-{name}-")
+    atexit.register(shutil.rmtree, folder, True)
+    spec = {"address": address, "name": name, "task_queue": task_queue, "folder": folder,
+            "start": [list(s) for s in start], "wait_for": list(wait_for),
+            "crash": None if crash is None else [crash.step, crash.when],
+            "hold": None if hold is None else [hold.step, hold.when],
+            "linger": linger, "timeout": timeout, "imports": list(imports),
+            "python_path": [os.fspath(p) for p in python_path]}
+    with open(os.path.join(folder, "spec.json"), "w", encoding="utf-8") as f:
+        json.dump(spec, f)
+    log = open(os.path.join(folder, "worker.log"), "wb")
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "durable_lite.engines.temporal_worker", folder],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            preexec_fn=_dies_with_this_thread())
+    finally:
+        log.close()
+    return Worker(process, folder, name)
+
+
+# the worker's side -------------------------------------------------------------------------
+def _main(folder) -> None:
+    with open(os.path.join(folder, "spec.json"), encoding="utf-8") as f:
+        spec = json.load(f)
+    sys.path[:0] = spec["python_path"]
+    from . import temporal_faults
+    if spec["crash"]:
+        temporal_faults.arm(CrashAt(*spec["crash"], kill=True))
+    if spec["hold"]:
+        os.environ["DL_WORKER_HELD"] = os.path.join(folder, "held")
+        temporal_faults.arm(HoldAt(*spec["hold"]))
+    report = asyncio.run(_serve(spec))
+    _write_json(os.path.join(folder, "report.json"), report)
+
+
+async def _serve(spec) -> dict:
+    from temporalio.worker import Worker as TemporalWorker
+
+    from .temporal_support import connect
+    workflows, activities = registered(list(MODULES) + spec["imports"])
+    client = await connect(spec["address"], identity=spec["name"])
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        worker = TemporalWorker(client, task_queue=spec["task_queue"], workflows=workflows,
+                                activities=activities, activity_executor=pool,
+                                sticky_queue_schedule_to_start_timeout=STICKY_TIMEOUT)
+        async with worker:
+            ids = []
+            for workflow, workflow_id, args, options in spec["start"]:
+                await start(client, workflow, workflow_id, args, spec["task_queue"], **options)
+                ids.append(workflow_id)
+            _touch(os.path.join(spec["folder"], "ready"))
+            ids += [w for w in spec["wait_for"] if w not in ids]
+            deadline = time.monotonic() + spec["timeout"]
+            report = {w: await outcome(client, w, deadline) for w in ids}
+            await asyncio.sleep(spec["linger"])
+    return report
+
+
+async def start(client, workflow, workflow_id, args, task_queue, task_timeout=None,
+                id_reuse="reject"):
+    """Start `workflow` (its registered name) as `workflow_id`. The workflow id is the
+    idempotency of a run: if a run with this id is open, or has ended and id_reuse is
+    "reject", nothing new starts and the existing run's handle is returned."""
+    from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+    from temporalio.exceptions import WorkflowAlreadyStartedError
+    reuse = {"reject": WorkflowIDReusePolicy.REJECT_DUPLICATE,
+             "allow": WorkflowIDReusePolicy.ALLOW_DUPLICATE}[id_reuse]
+    try:
+        return await client.start_workflow(
+            workflow, args=list(args), id=workflow_id, task_queue=task_queue,
+            id_reuse_policy=reuse, id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+            task_timeout=timedelta(seconds=task_timeout) if task_timeout
+            else WORKFLOW_TASK_TIMEOUT)
+    except WorkflowAlreadyStartedError:            # it ended already, and reuse is refused
+        return client.get_workflow_handle(workflow_id)
+
+
+async def outcome(client, workflow_id, deadline=None) -> dict:
+    """Wait (until `deadline`, a time.monotonic() value) for a run to end; describe it."""
+    from temporalio.client import WorkflowFailureError
+    from temporalio.service import RPCError, RPCStatusCode
+    handle = client.get_workflow_handle(workflow_id)
+    found = {"status": None, "result": None, "error": None}
+    while True:                    # another worker may not have started it yet
+        try:
+            await handle.describe()
+            break
+        except RPCError as exc:
+            if exc.status != RPCStatusCode.NOT_FOUND:
+                raise
+            if deadline is not None and time.monotonic() > deadline:
+                return found
+            await asyncio.sleep(0.1)
+    left = None if deadline is None else max(0.1, deadline - time.monotonic())
+    try:
+        found["result"] = await asyncio.wait_for(handle.result(), left)
+    except asyncio.TimeoutError:
+        pass
+    except WorkflowFailureError as exc:
+        cause = exc.cause
+        found["error"] = f"{type(cause).__name__}: {cause}"
+    described = await handle.describe()
+    found["status"] = described.status.name if described.status is not None else None
+    return found
+
+
+def registered(modules):
+    """(workflow classes, activity functions) defined in these modules (short names are
+    modules of this package, else any importable module)."""
+    workflows, activities = [], []
+    for name in modules:
+        module = _module(name)
+        for value in vars(module).values():
+            if isinstance(value, type) and hasattr(value, "__temporal_workflow_definition"):
+                if value not in workflows:
+                    workflows.append(value)
+            elif callable(value) and hasattr(value, "__temporal_activity_definition"):
+                if value not in activities:
+                    activities.append(value)
+    return workflows, activities
+
+
+def _module(name):
+    package = __package__
+    try:
+        return importlib.import_module(f"{package}.{name}")
+    except ModuleNotFoundError as exc:
+        if exc.name != f"{package}.{name}":
+            raise
+        return importlib.import_module(name)
+
+
+def _touch(path):
+    with open(path, "w"):
+        pass
+
+
+def _write_json(path, value):
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(value, f, default=str)
+    os.replace(tmp, path)        # the controller never reads half a report
+
+
+def _run(folder) -> None:
+    """The process's whole life: serve, report, and end with os._exit (see the docstring)."""
+    try:
+        _main(folder)
+    except BaseException:
+        import traceback
+        traceback.print_exc()
+        code = 1
+    else:
+        code = 0
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+if __name__ == "__main__":
+    # Run as the package's module, not as __main__, so names resolve as they do everywhere.
+    importlib.import_module("durable_lite.engines.temporal_worker")._run(sys.argv[1])
