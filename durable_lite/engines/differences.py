@@ -230,13 +230,22 @@ def langgraph_table():
     import pandas
     return pandas.DataFrame([{"topic": d.topic, "durable_lite": d.durable_lite,
                               "LangGraph": d.langgraph} for d in LANGGRAPH_DIFFERENCES])
+
+
 # Temporal ------------------------------------------------------------------------------------
 # Checked against the Temporal Python SDK 1.35 (its docs and source) and a dev server of the
 # Temporal CLI 1.9 (Server 1.32), run here. Evidence tests live in test_temporal_*.py; the
 # crash table itself (lesson 01's refund killed at each crash point, keyed and not) agrees
 # with durable_lite's case for case (test_temporal_parity.py), so it has no entry here.
+@dataclass(frozen=True)
 class TemporalDifference:
+    key: str
+    topic: str
+    durable_lite: str
     temporal: str
+    evidence: str          # "test_module.py::test_name" that shows both sides
+
+
 TEMPORAL = [
     TemporalDifference(
         "default-retries", "A step that fails",
@@ -292,7 +301,13 @@ TEMPORAL = [
         "workflow.uuid4() are the replay-safe versions; I/O belongs in activities.",
         "test_temporal_differences.py::test_temporals_sandbox_refuses_what_durable_lite_"
         "only_asks_you_to_avoid"),
+]
+
 TEMPORAL_BY_KEY = {d.key: d for d in TEMPORAL}
+
+
 def temporal_table():
     """The Temporal registry as a DataFrame (topic, durable_lite, Temporal)."""
+    import pandas
+    return pandas.DataFrame([{"topic": d.topic, "durable_lite": d.durable_lite,
                               "Temporal": d.temporal} for d in TEMPORAL])
