@@ -46,6 +46,9 @@ _EXPORTS = {
     "try_flood": "flood_trial",
     "flood_deadlines": "flood_trial",
     "FLOOD_WORKERS": "flood_trial",
+    # lesson 15: four engines
+    "crash_heat_map": "four_engines",
+    "histories_side_by_side": "four_engines",
 }
 
 
