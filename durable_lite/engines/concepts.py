@@ -9,7 +9,11 @@ Both are data, so the lesson renders them and tests check them:
   queues/flow control and fork, and the name for the same thing in DBOS, Temporal,
   Inngest, Restate, LangGraph and AWS Lambda durable functions. Every cell was checked
   against that engine's documentation (or, for durable_lite and DBOS, its source); a cell
-  we could not confirm says so instead of guessing. Checked 2026-11-30.
+  we could not confirm says so instead of guessing. Checked 2026-11-30. A cell whose
+  source starts with "run here" was confirmed by running it on this machine instead (the
+  test named there does; lesson 15 shows it).
+- ENGINE_PORT: the refund on durable_lite, DBOS, Temporal and LangGraph, concept by
+  concept, each cell a line of that engine's port, with what does not change.
 """
 
 from dataclasses import dataclass
@@ -114,13 +118,22 @@ MAP = {
     "LangGraph": {
         "step": Cell("a graph node, or @task (functional API)",
                      "https://docs.langchain.com/oss/python/langgraph/durable-execution"),
-        "sleep": _no("no durable timer found"),
+        "sleep": Cell("none: an interrupt with a due time, woken by a sweep you run "
+                      "(lesson 15)",
+                      "run here: tests/test_langgraph_differences.py::"
+                      "test_a_sleep_parks_on_durable_lite_and_is_an_interrupt_on_langgraph"),
         "wait for a signal": Cell("interrupt() + Command(resume=...)",
                                   "https://docs.langchain.com/oss/python/langgraph/interrupts"),
         "idempotency": Cell("thread_id (which checkpoint to resume), not a dedupe key",
                             "https://docs.langchain.com/oss/python/langgraph/interrupts"),
-        "versioning": _no(),
-        "queues / flow control": _no(),
+        "versioning": Cell("none: a saved task result is found by name and place; "
+                           "reordered code runs the tasks again, silently",
+                           "run here: tests/test_langgraph_differences.py::"
+                           "test_reordered_steps_stop_durable_lite_and_run_again_on_langgraph"),
+        "queues / flow control": Cell(
+            "none in the library; LangGraph Platform queues runs on a thread "
+            "(multitask_strategy=\"enqueue\")",
+            "https://reference.langchain.com/python/langgraph-sdk/schema/MultitaskStrategy"),
         "fork": Cell("update_state() on a past checkpoint (time travel)",
                      "https://docs.langchain.com/oss/python/langgraph/use-time-travel"),
     },
@@ -276,4 +289,100 @@ LANGGRAPH_RUN_HERE = {
     "idempotency": Cell("thread_id (which checkpoints to continue), not a dedupe key",
                         "tests/test_langgraph_differences.py::"
                         "test_a_finished_thread_started_again_runs_every_task_again"),
+    "versioning": Cell("none: reordered code runs the saved tasks again, silently",
+                       "tests/test_langgraph_differences.py::"
+                       "test_reordered_steps_stop_durable_lite_and_run_again_on_langgraph"),
 }
+
+
+# the same refund on four engines: what changes and what does not --------------------------------
+# Lesson 15's table. Each row names a concept; each engine's cell is a line that expresses it
+# in that engine's port (a test checks every line is in its module, named relative to
+# durable_lite); "what does not change" is the rule the parity suite and the crash table
+# (crash_table.py) hold every engine to.
+@dataclass(frozen=True)
+class EngineRow:
+    concept: str
+    lines: tuple              # ((engine, line, module), ...) in ENGINE_COLUMNS order
+    stays: str
+
+
+ENGINE_COLUMNS = ("durable_lite", "DBOS", "Temporal", "LangGraph")
+_PORTS = {"durable_lite": "engines.refund_durable_lite", "DBOS": "engines.refund_dbos",
+          "Temporal": "engines.refund_temporal", "LangGraph": "engines.refund_langgraph"}
+
+
+def _row(concept, stays, **lines):
+    """lines: engine=line, or engine=(line, module) for a line outside the engine's port."""
+    cells = []
+    for engine in ENGINE_COLUMNS:
+        value = lines[engine.lower()]
+        line, module = value if isinstance(value, tuple) else (value, _PORTS[engine])
+        cells.append((engine, line, module))
+    return EngineRow(concept, tuple(cells), stays)
+
+
+ENGINE_PORT = [
+    _row("a workflow", "The body decides, the engine records: on a resume the body runs "
+         "again from the top and finished steps come back from the record.",
+         durable_lite='@workflow("refund-with-approval", version=1)',
+         dbos='@DBOS.workflow(name="refund_with_approval")',
+         temporal='@workflow.defn(name="refund_with_approval")',
+         langgraph="@entrypoint()"),
+    _row("a step", "An effect lives in a step. Recorded once it returns; run again if the "
+         "kill came before that.",
+         durable_lite='ctx.step("lookup", ex.lookup_order, folder, order_id)',
+         dbos='@step("lookup")', temporal='@activity("lookup")', langgraph='@step("lookup"'),
+    _row("the run id", "One id names the run, and it is where the keys come from.",
+         durable_lite="run_id=run_id", dbos="with SetWorkflowID(run_id):",
+         temporal=("id=workflow_id, task_queue=task_queue", "engines.temporal_worker"),
+         langgraph="langgraph_support.config(run_id)"),
+    _row("an idempotency key", "The same key function, fed the run id: the bank sees the "
+         "same keys from every engine, and pays once.",
+         durable_lite='ctx.idempotency_key("refund", order_id)',
+         dbos="derive_key(DBOS.workflow_id, *parts)",
+         temporal="derive_key(workflow.info().workflow_id, *parts)",
+         langgraph='derive_key(get_config()["configurable"]["thread_id"], *parts)'),
+    _row("wait for the approval", "The answer is recorded with the run: a resume does not "
+         "ask again, and an answer sent early is kept.",
+         durable_lite="ctx.wait_for_signal(APPROVAL, timeout=approval_timeout)",
+         dbos="DBOS.recv(APPROVAL, timeout_seconds=approval_timeout)",
+         temporal="await workflow.wait_condition(lambda: self.decision is not None,",
+         langgraph='interrupt({"waiting for": APPROVAL, "due": deadline})'),
+    _row("durable sleep", "The wake time is recorded: a resume does not start the hour over.",
+         durable_lite="ctx.sleep(cooling_off)", dbos="DBOS.sleep(cooling_off)",
+         temporal='await workflow.sleep(cooling_off, summary="cooling off")',
+         langgraph='interrupt({"waiting for": COOLING_OFF, "due": wake_at})'),
+    _row("after a kill", "The killed step runs again; the steps before it are replayed, "
+         "not run.",
+         durable_lite="return engine.recover()",
+         dbos=("dbos.DBOS.launch()", "engines.dbos_support"),
+         temporal=("STEP_TIMEOUT = timedelta(seconds=5)", "engines.temporal_faults"),
+         langgraph=("workflow.invoke(None, config, durability=durability)",
+                    "engines.langgraph_worker")),
+    _row("the run's history", "One record per step, in order, read back on every resume.",
+         durable_lite=("def history(self, run_id: str) -> list:", "engine"),
+         dbos=("c.list_workflow_steps(workflow_id)", "engines.dbos_support"),
+         temporal=("client.get_workflow_handle(workflow_id).fetch_history()",
+                   "engines.temporal_support"),
+         langgraph=("workflow.get_state_history(config(thread_id))",
+                    "engines.langgraph_support")),
+]
+
+
+def engine_port_table():
+    """The four-engine port as a DataFrame: concept, a column per engine, what stays."""
+    import pandas
+    rows = [[r.concept, *(line for _, line, _ in r.lines), r.stays] for r in ENGINE_PORT]
+    return pandas.DataFrame(rows, columns=["concept", *ENGINE_COLUMNS, "what does not change"])
+
+
+# the concept map, as run here ------------------------------------------------------------------
+RUN_HERE = "run here"
+
+
+def ran_here() -> list:
+    """[(engine, concept, the test that runs it)] for the cells of MAP confirmed by running
+    them here (lessons 14 and 15) rather than only read in the engine's docs."""
+    return [(e, c, MAP[e][c].source[len(RUN_HERE) + 2:]) for e in ENGINES for c in CONCEPTS
+            if (MAP[e][c].source or "").startswith(RUN_HERE + ": ")]

@@ -301,6 +301,16 @@ TEMPORAL = [
         "workflow.uuid4() are the replay-safe versions; I/O belongs in activities.",
         "test_temporal_differences.py::test_temporals_sandbox_refuses_what_durable_lite_"
         "only_asks_you_to_avoid"),
+    TemporalDifference(
+        "killed-attempt", "What a history says about a killed step",
+        "Writes nothing until a step's checkpoint: after a kill in the refund's window, "
+        "engine.history shows one attempt of the refund, by the worker that finished it. "
+        "An 'interrupted' event in engine.events, and the bank's two requests, are all that "
+        "is left of the first.",
+        "Records each attempt: the history shows the refund as attempt 2, on the worker that "
+        "finished it, with the first attempt's failure (its start-to-close timeout).",
+        "test_lesson_15_scenes.py::test_after_a_kill_temporals_history_counts_the_killed_"
+        "attempt_and_durable_lites_does_not"),
 ]
 
 TEMPORAL_BY_KEY = {d.key: d for d in TEMPORAL}
