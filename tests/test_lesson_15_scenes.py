@@ -42,20 +42,16 @@ def test_after_a_kill_temporals_history_counts_the_killed_attempt_and_durable_li
     assert seen["ledger"]["refunds paid"] == on_dl["refunds paid"] == 1
 
 
-def test_the_tour_tells_the_lessons_story_and_tells_it_again_when_rerun(temporal_address,
+def test_the_tour_s_scenes_tell_the_same_story_when_a_cell_is_run_again(temporal_address,
                                                                         tmp_path):
-    note = tmp_path / "note.txt"
-    note.write_text("hello", encoding="utf-8")
+    """nbval holds each scene's first run to the lesson's saved output; a learner reruns
+    cells (every try-this prompt does), so each scene must also play afresh: new ids, a
+    new world, the same numbers."""
     with temporal_tour.Tour(temporal_address, tmp_path) as tour:
-        assert tour.started_twice() == {"same result": True, "runs": 1, "refunds paid": 1,
-                                        "emails": 1}
-        retried = {(r["engine"], r["key"]): (r["status"], r["attempts"], r["mail server calls"],
-                                             r["emails"]) for r in tour.retries(fail_times=2)}
-        assert retried == {("durable_lite", "none"): ("failed", 1, 1, 1),
-                           ("Temporal", "none"): ("completed", 3, 3, 3),
-                           ("Temporal", "the workflow id"): ("completed", 3, 3, 1)}
-        for _ in range(2):                                   # the cell, run twice
-            approvals = tour.approvals(approval_timeout=1.0, cooling_off=0.2)
+        for _ in range(2):
+            assert tour.started_twice() == {"same result": True, "runs": 1,
+                                            "refunds paid": 1, "emails": 1}
+            approvals = tour.approvals(approval_timeout=2.0, cooling_off=0.2)
             assert approvals["A-101"]["result"] == {"order": "A-101", "refunded": True,
                                                     "refund_id": "R-1", "amount": 250}
             assert approvals["A-102"]["result"] == {"order": "A-102", "refunded": False,
@@ -69,13 +65,6 @@ def test_the_tour_tells_the_lessons_story_and_tells_it_again_when_rerun(temporal
             late = [(r["step"], r["status"]) for r in approvals["A-102"]["history"]]
             assert late == [("lookup", "completed"), ("approval deadline", "completed"),
                             ("email", "completed")]
-        rows = {r["workflow"]: r for r in tour.sandbox(note)}
-        for name in ("reads_the_clock", "reads_the_date", "draws_a_random_number",
-                     "reads_a_file", "reads_the_environment"):
-            assert rows[name]["status"] == "running"
-            assert rows[name]["refused"].startswith("Cannot access "), rows[name]
-        assert (rows["deterministic"]["status"], rows["deterministic"]["refused"]) == \
-            ("completed", "")
     assert not tour.worker.alive
 
 
@@ -114,15 +103,6 @@ def killed_then_resumed(tmp_path, crash):
     again = langgraph_worker.start_worker(checkpoints, "refund_langgraph.refund", "refund-A-17",
                                           resume=True).result()
     return first, again, sim.World(world)
-
-
-def test_killed_inside_the_email_task_the_resume_runs_the_email_again_and_the_key_holds(
-        tmp_path):
-    first, again, world = killed_then_resumed(tmp_path, CrashAt("email", "after_effect"))
-    assert first.killed
-    assert (again["how"], again["replayed"], again["ran"], again["status"]) == \
-        ("resumed", ["lookup", "refund"], ["email", "close"], "completed")
-    assert (world.payments.count(), world.mailer.count(), world.tickets.closes()) == (1, 1, 1)
 
 
 def test_try_this_2_killed_after_the_refunds_checkpoint_the_bank_is_asked_once(tmp_path):

@@ -42,11 +42,12 @@ class Tour:
     """A worker process on a task queue of its own, and the scenes that use it."""
 
     def __init__(self, address, folder, worker: str = "worker-1"):
+        """Starts the worker process and returns at once; the first scene waits until it
+        polls (so a lesson's other cells run while it starts)."""
         from .temporal_worker import start_worker
         self.address, self.folder = address, os.fspath(folder)
         self.task_queue = f"tour-{os.urandom(3).hex()}"
         self.worker = start_worker(address, worker, task_queue=self.task_queue, linger=3600)
-        self.worker.wait_until_ready()
 
     def stop(self) -> None:
         self.worker.kill()
@@ -72,6 +73,7 @@ class Tour:
         """Start a run on the tour's task queue (a run already open, or ended, under that
         id is kept: temporal_worker.start)."""
         from . import temporal_support
+        self.worker.wait_until_ready()
         temporal_support.call(_start, self.address, workflow_name, workflow_id, list(args),
                               self.task_queue)
 
@@ -108,7 +110,7 @@ class Tour:
                          "attempts": row["attempts"], **_mail(world)})
         return rows
 
-    def approvals(self, approval_timeout: float = 1.0, cooling_off: float = 0.5) -> dict:
+    def approvals(self, approval_timeout: float = 2.0, cooling_off: float = 0.5) -> dict:
         """Two refunds of 250 over the limit of 100: A-101 gets its approval (a signal,
         sent once the run waits for it), nobody answers A-102 before its deadline
         (`approval_timeout` real seconds). {order: {"result", "history"}}."""
