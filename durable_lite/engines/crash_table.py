@@ -24,6 +24,12 @@ be exactly what the course's rule predicts for that column:
               and once with one (the provider answers the second request with the first
               receipt), though the provider still sees two requests.
 
+Two differences one might expect do not show, and the suite asserts that they do not:
+Temporal's default retries (here the kill is the failure, and the retry that recovers from
+it runs the killed step again, as durable_lite's resume does), and LangGraph running an
+unfinished task again (durable_lite runs an unfinished step again too). The one column that
+differs is LangGraph under durability="exit".
+
 Measuring the whole table takes about a minute (a Temporal case waits out a few seconds of
 timeouts: temporal_worker.py says why), so `measure` runs cases several at a time, and a
 lesson reads the table as measured and committed (`committed()`, from
