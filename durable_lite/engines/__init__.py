@@ -19,7 +19,9 @@ wheel load only when a module below that needs them is imported. Install them wi
     temporal_faults      the course's three crash points around a Temporal activity
     refund_temporal      the refund and the approval with a deadline, on Temporal
     temporal_worker      a Temporal worker in a fresh process: a "machine" you can SIGKILL
+    temporal_tour        lesson 15's Temporal scenes: retries, a signal and a timer, the sandbox
     parity               the same scenarios on every engine, as comparable outcomes
+    crash_table          lesson 01's refund killed on four engines, as one table (lesson 15)
     differences          what DBOS and Temporal do differently, recorded rather than skipped
     concepts             the port concept by concept, and the map to six engines
     killed               any workflow SIGKILLed and restarted, on durable_lite and on DBOS
