@@ -1,5 +1,5 @@
-"""Where DBOS and Temporal differ from durable_lite: recorded, demonstrated, never
-silently skipped.
+"""Where DBOS, Temporal and LangGraph differ from durable_lite: recorded, demonstrated,
+never silently skipped.
 
 The parity suite runs every scenario it can on every engine and demands equal ledgers.
 Where an engine has no equivalent, or does the same job another way, the difference is
@@ -9,6 +9,7 @@ evidence test has its entry.
 
 DIFFERENCES: DBOS Transact for Python 3.4 (docs.dbos.dev and the package source).
 TEMPORAL: the Temporal Python SDK 1.35 and the Temporal CLI's dev server (below).
+LANGGRAPH_DIFFERENCES: LangGraph's functional API, langgraph 1.2 (below).
 """
 
 from dataclasses import dataclass
@@ -121,6 +122,87 @@ def table():
                              for d in DIFFERENCES])
 
 
+# Temporal ------------------------------------------------------------------------------------
+# Checked against the Temporal Python SDK 1.35 (its docs and source) and a dev server of the
+# Temporal CLI 1.9 (Server 1.32), run here. Evidence tests live in test_temporal_*.py; the
+# crash table itself (lesson 01's refund killed at each crash point, keyed and not) agrees
+# with durable_lite's case for case (test_temporal_parity.py), so it has no entry here.
+@dataclass(frozen=True)
+class TemporalDifference:
+    key: str
+    topic: str
+    durable_lite: str
+    temporal: str
+    evidence: str          # "test_module.py::test_name" that shows both sides
+
+
+TEMPORAL = [
+    TemporalDifference(
+        "default-retries", "A step that fails",
+        "A step runs once: an error fails the run (status 'failed') unless the step has a "
+        "dl.Retry. A mail server that sends, then times out, has sent one email.",
+        "An activity is retried by default: no limit on attempts, backoff from the retry "
+        "policy. The same mail server, unkeyed, sends one email per attempt (three for two "
+        "timeouts) and the run completes; with a key the provider sees three requests and "
+        "sends one email.",
+        "test_temporal_differences.py::test_a_failing_step_fails_the_run_on_durable_lite_and_"
+        "is_retried_on_temporal"),
+    TemporalDifference(
+        "run-id-reuse", "Starting a run id that has ended",
+        "engine.start(run_id=...) of a completed run returns its recorded result and runs "
+        "nothing: the run id is the idempotency of a whole run.",
+        "A workflow id is unique among open runs only. Once a run has closed, the default "
+        "reuse policy (ALLOW_DUPLICATE) starts a new run under the same id, which runs every "
+        "activity again; REJECT_DUPLICATE (this course's default) refuses it.",
+        "test_temporal_differences.py::test_a_finished_run_id_is_kept_by_durable_lite_and_"
+        "reused_by_temporals_default"),
+    TemporalDifference(
+        "recovery-owner", "Who finishes a dead worker's run",
+        "A worker that calls engine.recover() takes over a run whose lease has expired: "
+        "workers scan the store.",
+        "The server: when a worker stops answering, the activity's start-to-close timeout "
+        "(or the workflow task's timeout) runs out and the server gives the retry to any "
+        "worker polling the task queue. Nobody has to call anything.",
+        "test_temporal_refund.py::test_a_worker_killed_inside_an_activity_is_replaced_by_"
+        "another_on_the_task_queue"),
+    TemporalDifference(
+        "waiting", "A run waiting for a person",
+        "Parks in the store with status 'waiting'; it moves on when some worker calls "
+        "engine.recover() after the signal or the deadline: nothing wakes it by itself.",
+        "The server keeps the wait (a timer and the signals, in the run's history) with no "
+        "worker holding it; when the signal or the timer comes it schedules a task, and any "
+        "worker on the task queue, even one started after all the others died, finishes it.",
+        "test_temporal_differences.py::test_a_waiting_run_needs_no_worker_on_temporal"),
+    TemporalDifference(
+        "clock", "Time",
+        "An injectable clock: with FakeClock a two-day deadline passes instantly.",
+        "The server's clock: timers and wait_condition deadlines really wait (the "
+        "time-skipping test server is a separate download, not available offline), so the "
+        "parity suite gives Temporal half-second deadlines.",
+        "test_temporal_differences.py::test_durable_lite_waits_on_an_injected_clock_temporal_"
+        "on_the_servers"),
+    TemporalDifference(
+        "sandbox", "Code that is not deterministic",
+        "Replays the workflow function on resume and asks you to keep it deterministic "
+        "(ctx.now(), ctx.random()), but does not stop time.time() or open() in it.",
+        "Runs workflow code in a sandbox that refuses the wall clock, random numbers, the "
+        "environment and file I/O: the workflow task fails and is retried until the code "
+        "is fixed, and the run stays open. workflow.now(), workflow.random(), "
+        "workflow.uuid4() are the replay-safe versions; I/O belongs in activities.",
+        "test_temporal_differences.py::test_temporals_sandbox_refuses_what_durable_lite_"
+        "only_asks_you_to_avoid"),
+]
+
+TEMPORAL_BY_KEY = {d.key: d for d in TEMPORAL}
+
+
+def temporal_table():
+    """The Temporal registry as a DataFrame (topic, durable_lite, Temporal)."""
+    import pandas
+    return pandas.DataFrame([{"topic": d.topic, "durable_lite": d.durable_lite,
+                              "Temporal": d.temporal} for d in TEMPORAL])
+
+
 # LangGraph ---------------------------------------------------------------------------------
 # The same registry for LangGraph's functional API (langgraph 1.2, checked against its docs
 # and source; every entry shown from both sides in tests/test_langgraph_differences.py).
@@ -230,69 +312,3 @@ def langgraph_table():
     import pandas
     return pandas.DataFrame([{"topic": d.topic, "durable_lite": d.durable_lite,
                               "LangGraph": d.langgraph} for d in LANGGRAPH_DIFFERENCES])
-# Temporal ------------------------------------------------------------------------------------
-# Checked against the Temporal Python SDK 1.35 (its docs and source) and a dev server of the
-# Temporal CLI 1.9 (Server 1.32), run here. Evidence tests live in test_temporal_*.py; the
-# crash table itself (lesson 01's refund killed at each crash point, keyed and not) agrees
-# with durable_lite's case for case (test_temporal_parity.py), so it has no entry here.
-class TemporalDifference:
-    temporal: str
-TEMPORAL = [
-    TemporalDifference(
-        "default-retries", "A step that fails",
-        "A step runs once: an error fails the run (status 'failed') unless the step has a "
-        "dl.Retry. A mail server that sends, then times out, has sent one email.",
-        "An activity is retried by default: no limit on attempts, backoff from the retry "
-        "policy. The same mail server, unkeyed, sends one email per attempt (three for two "
-        "timeouts) and the run completes; with a key the provider sees three requests and "
-        "sends one email.",
-        "test_temporal_differences.py::test_a_failing_step_fails_the_run_on_durable_lite_and_"
-        "is_retried_on_temporal"),
-    TemporalDifference(
-        "run-id-reuse", "Starting a run id that has ended",
-        "engine.start(run_id=...) of a completed run returns its recorded result and runs "
-        "nothing: the run id is the idempotency of a whole run.",
-        "A workflow id is unique among open runs only. Once a run has closed, the default "
-        "reuse policy (ALLOW_DUPLICATE) starts a new run under the same id, which runs every "
-        "activity again; REJECT_DUPLICATE (this course's default) refuses it.",
-        "test_temporal_differences.py::test_a_finished_run_id_is_kept_by_durable_lite_and_"
-        "reused_by_temporals_default"),
-    TemporalDifference(
-        "recovery-owner", "Who finishes a dead worker's run",
-        "A worker that calls engine.recover() takes over a run whose lease has expired: "
-        "workers scan the store.",
-        "The server: when a worker stops answering, the activity's start-to-close timeout "
-        "(or the workflow task's timeout) runs out and the server gives the retry to any "
-        "worker polling the task queue. Nobody has to call anything.",
-        "test_temporal_refund.py::test_a_worker_killed_inside_an_activity_is_replaced_by_"
-        "another_on_the_task_queue"),
-    TemporalDifference(
-        "waiting", "A run waiting for a person",
-        "Parks in the store with status 'waiting'; it moves on when some worker calls "
-        "engine.recover() after the signal or the deadline: nothing wakes it by itself.",
-        "The server keeps the wait (a timer and the signals, in the run's history) with no "
-        "worker holding it; when the signal or the timer comes it schedules a task, and any "
-        "worker on the task queue, even one started after all the others died, finishes it.",
-        "test_temporal_differences.py::test_a_waiting_run_needs_no_worker_on_temporal"),
-    TemporalDifference(
-        "clock", "Time",
-        "An injectable clock: with FakeClock a two-day deadline passes instantly.",
-        "The server's clock: timers and wait_condition deadlines really wait (the "
-        "time-skipping test server is a separate download, not available offline), so the "
-        "parity suite gives Temporal half-second deadlines.",
-        "test_temporal_differences.py::test_durable_lite_waits_on_an_injected_clock_temporal_"
-        "on_the_servers"),
-    TemporalDifference(
-        "sandbox", "Code that is not deterministic",
-        "Replays the workflow function on resume and asks you to keep it deterministic "
-        "(ctx.now(), ctx.random()), but does not stop time.time() or open() in it.",
-        "Runs workflow code in a sandbox that refuses the wall clock, random numbers, the "
-        "environment and file I/O: the workflow task fails and is retried until the code "
-        "is fixed, and the run stays open. workflow.now(), workflow.random(), "
-        "workflow.uuid4() are the replay-safe versions; I/O belongs in activities.",
-        "test_temporal_differences.py::test_temporals_sandbox_refuses_what_durable_lite_"
-        "only_asks_you_to_avoid"),
-TEMPORAL_BY_KEY = {d.key: d for d in TEMPORAL}
-def temporal_table():
-    """The Temporal registry as a DataFrame (topic, durable_lite, Temporal)."""
-                              "Temporal": d.temporal} for d in TEMPORAL])
