@@ -236,3 +236,44 @@ def test_the_executed_notebook_shows_the_graders_feedback_not_the_secret(tmp_pat
     assert all(c.source.startswith("check(") for c in checks)    # the cell as the learner knows it
     assert "cases seed 42" in score.report()
     assert os.path.exists(score.path)
+
+
+# an escaped process: a new session, an empty environment, an exited kernel ------------
+def _wait_gone(pid, seconds=30.0):
+    deadline = time.monotonic() + seconds
+    while _running(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return not _running(pid)
+
+
+# A process in a session of its own, with an empty environment (no marker to be found by),
+# that records its pid and lives on; then the kernel exits, or first kills its own parent.
+ESCAPE = '''
+import os, subprocess, sys, time
+DAEMON = "import os, sys, time\\nopen(sys.argv[1], 'w').write(str(os.getpid()))\\nwhile True: time.sleep(0.2)\\n"
+subprocess.Popen([sys.executable, "-c", DAEMON, {pids!r}], start_new_session=True, env={{}},
+                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+deadline = time.monotonic() + 30
+while not os.path.exists({pids!r}) and time.monotonic() < deadline:
+    time.sleep(0.05)
+{before_exit}
+os._exit(0)
+'''
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the subreaper is Linux's")
+@pytest.mark.parametrize("before_exit", ["", "os.kill(os.getppid(), 9)"],
+                         ids=["exits", "kills-its-parent-then-exits"])
+def test_a_process_that_escapes_its_session_and_environment_is_gone_when_grading_returns(
+        tmp_path, before_exit):
+    pids = tmp_path / "daemon.pid"
+    attack = STUB + ESCAPE.format(pids=str(pids), before_exit=before_exit)
+    score = grade_notebook(learner("01_naive_retry", tmp_path / "mallory",
+                                   cells={"def run_naive": attack}))
+    zero_everywhere(score)
+    pid = int(pids.read_text())
+    try:
+        assert _wait_gone(pid), "the escaped process outlived the grader"
+    finally:
+        if _running(pid):
+            os.kill(pid, 9)
