@@ -277,3 +277,95 @@ def test_a_process_that_escapes_its_session_and_environment_is_gone_when_grading
     finally:
         if _running(pid):
             os.kill(pid, 9)
+
+
+# a planted bytecode cache, and what the guard cannot put back -------------------------
+CHECKS_CACHE = (Path(__file__).resolve().parent.parent / "durable_lite" / "grading" / "__pycache__"
+                / f"checks.{sys.implementation.cache_tag}.pyc")
+
+# The bytecode of the real checks.py with one more definition at its end: a `_run_test`
+# that passes every test. Stamped with the source's mtime and size, so Python takes it as
+# the cache of the unchanged source. `target` is where to write it.
+PLANT_CACHE = '''
+import importlib.util, marshal, os, sys
+def plant(target):
+    src = importlib.util.find_spec("durable_lite.gra" + "ding.checks").origin
+    text = open(src, encoding="utf-8").read() + (
+        "\\ndef _run_test(test, answers, draw, limit):\\n"
+        "    return TestResult(test.name, PASSED)\\n")
+    st = os.stat(src)
+    head = (importlib.util.MAGIC_NUMBER + (0).to_bytes(4, "little")
+            + (int(st.st_mtime) & 0xFFFFFFFF).to_bytes(4, "little")
+            + (st.st_size & 0xFFFFFFFF).to_bytes(4, "little"))
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    with open(target, "wb") as f:
+        f.write(head + marshal.dumps(compile(text, src, "exec")))
+'''
+
+
+@pytest.fixture
+def checks_cache():
+    """The real cache of checks.py, as it was: put back however the test ends."""
+    before = CHECKS_CACHE.read_bytes() if CHECKS_CACHE.exists() else None
+    yield CHECKS_CACHE
+    if before is None:
+        CHECKS_CACHE.unlink(missing_ok=True)
+    else:
+        CHECKS_CACHE.write_bytes(before)
+
+
+def test_a_planted_bytecode_cache_is_put_back_and_reaches_no_later_notebook(tmp_path, checks_cache):
+    before = checks_cache.read_bytes() if checks_cache.exists() else None
+    # Written by a process the answer starts, which nothing inside the kernel can watch.
+    attack = STUB + f'''
+import subprocess, sys
+subprocess.run([sys.executable, "-c", {PLANT_CACHE!r} + "plant(" + repr({str(checks_cache)!r}) + ")"],
+               check=True)
+'''
+    first = grade_notebook(learner("01_naive_retry", tmp_path / "mallory",
+                                   cells={"def run_naive": attack}))
+    zero_everywhere(first)
+    assert first.tampered and checks_cache.name in first.questions[0]["note"], first.report()
+    now = checks_cache.read_bytes() if checks_cache.exists() else None
+    assert now is None or now == before, "the planted cache is still there"
+    second = grade_notebook(learner("01_naive_retry", tmp_path / "victor"))
+    zero_everywhere(second)                               # untouched: 0, not 11/11
+    assert not second.tampered, second.report()
+
+
+def test_a_cache_planted_before_grading_began_is_not_read_by_the_kernel(tmp_path, checks_cache):
+    namespace = {}
+    exec(PLANT_CACHE, namespace)
+    namespace["plant"](str(checks_cache))                  # as an unsupervised run could leave it
+    score = grade_notebook(learner("01_naive_retry", tmp_path))
+    zero_everywhere(score)
+
+
+def test_a_file_that_cannot_be_put_back_stops_the_batch(tmp_path):
+    """A changed module the guard does not keep a copy of (anything in site-packages beyond
+    its top-level files) is found, and no later notebook is graded against it."""
+    import site
+    from durable_lite.grading.grader import check_guard
+    from durable_lite.grading.guard import Guard
+    package = Path(site.getsitepackages()[0]) / "durable_lite_attack_target"
+    package.mkdir()
+    (package / "__init__.py").write_text("HONEST = True\n")
+    attack = STUB + f'''
+import subprocess, sys
+subprocess.run([sys.executable, "-c", "open(" + repr({str(package / "__init__.py")!r}) + ", 'w').write('HONEST = False')"],
+               check=True)
+'''
+    attacker = learner("01_naive_retry", tmp_path / "mallory", cells={"def run_naive": attack})
+    victim = learner("01_naive_retry", tmp_path / "victor", start="solutions")
+    try:
+        guard = Guard(Path(__file__).resolve().parent.parent)
+        first = grade_notebook(attacker, guard=guard)
+        changed = check_guard(guard)
+        assert any("durable_lite_attack_target" in c and "could not be put back" in c
+                   for c in changed), changed
+        second = grade_notebook(victim, guard=guard)
+        assert second.passed == 0 and "not graded" in second.note and "reinstall" in second.note
+        zero_everywhere(first)
+    finally:
+        import shutil
+        shutil.rmtree(package, ignore_errors=True)

@@ -18,8 +18,8 @@ For one notebook:
    The result comes back in the kernel's reply to that cell, signed with a secret made
    just before it (protocol.py); nothing the notebook printed or wrote is read.
 4. At the end, or when the notebook's time runs out, every process of the sandbox is
-   killed and the sandbox removed. The shared files a notebook could have changed to reach
-   a later one are checked and put back (isolation.Guard).
+   killed and the sandbox removed. Everything Python imports, and the other shared files a
+   notebook could have changed to reach a later one, are checked and put back (guard.py).
 
 A notebook that kills its kernel, loops forever or never starts is scored, not crashed on:
 questions graded before that keep their scores. The run's seed is printed; passing it back
@@ -144,12 +144,15 @@ def grade_notebook(path, timeout: float = DEFAULT_TIMEOUT, seed: Optional[int] =
     """Grade one notebook in a sandbox of its own. Never raises for anything the notebook does.
 
     seed:  the cases' seed (default: a fresh one, printed in the report).
-    guard: an isolation.Guard shared by many notebooks (report.py); by default this call
-           makes its own, checks it afterwards and puts back what the notebook changed.
+    guard: a guard.Guard shared by many notebooks (report.py, grade); the caller checks it
+           after each one. By default this call makes its own, checks it afterwards and puts
+           back what the notebook changed. A guard that could not put a file back grades
+           nothing more: the notebook is not graded, and the note says why.
     cell_timeout: seconds for one answer or given cell, before it is interrupted."""
     import nbformat
     from .assemble import assemble
-    from .isolation import Guard, Sandbox
+    from .guard import Guard
+    from .isolation import Sandbox
 
     path = Path(path)
     started = time.monotonic()
@@ -176,12 +179,18 @@ def grade_notebook(path, timeout: float = DEFAULT_TIMEOUT, seed: Optional[int] =
         score.questions = _score(score.exercise, {}, score.note, {})
         score.seconds = time.monotonic() - started
         return score
+    if guard is not None and guard.spoiled:
+        score.note = ("not graded: a notebook graded before it changed files the grader could "
+                      f"not put back ({', '.join(guard.spoiled[:3])}); reinstall the course's "
+                      "environment and grade again")
+        score.questions = _score(score.exercise, {}, score.note, {})
+        score.seconds = time.monotonic() - started
+        return score
     assembled = assemble(grader_copy(score.exercise, course_root), nb, ex)
     score.notes += assembled.notes
     own_guard = guard is None
     if own_guard:
-        from .generate import default_root
-        guard = Guard(course_root or default_root())
+        guard = Guard(_root(course_root))
     sandbox = Sandbox(score.exercise)
     try:
         shutil.copy(path, sandbox.work / path.name)          # the working copy
@@ -202,6 +211,11 @@ def grade_notebook(path, timeout: float = DEFAULT_TIMEOUT, seed: Optional[int] =
     score.notebook = assembled.notebook
     score.seconds = time.monotonic() - started
     return score
+
+
+def _root(course_root) -> str:
+    from .generate import default_root
+    return str(course_root or default_root())
 
 
 def check_guard(guard, keep_in=None) -> List[str]:
@@ -361,7 +375,15 @@ def grade(paths, timeout: float = DEFAULT_TIMEOUT, as_json: bool = False, out=No
     import sys
     out = out or sys.stdout
     seed = fresh_seed() if seed is None else seed
-    scores = [grade_notebook(p, timeout=timeout, seed=seed) for p in paths]
+    from .guard import Guard
+    guard = Guard(_root(None))               # one for the batch: made before any notebook runs
+    scores = []
+    for path in paths:
+        score = grade_notebook(path, timeout=timeout, seed=seed, guard=guard)
+        changed = check_guard(guard)
+        if changed:
+            mark_tampered(score, changed)
+        scores.append(score)
     if as_json:
         payload = {"seed": seed, "notebooks": [s.to_json() for s in scores],
                    "passed": sum(s.passed for s in scores), "total": sum(s.total for s in scores)}

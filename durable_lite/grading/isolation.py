@@ -5,7 +5,9 @@ Each notebook gets a sandbox: its own temporary HOME, IPYTHONDIR, Jupyter config
 runtime folders, TMPDIR and working folder, so an IPython startup file or a config file it
 writes lands in its own sandbox and is gone with it. The kernel is started from a command
 the grader builds (never from an installed kernelspec, which a notebook could rewrite),
-with Jupyter's config files switched off and Python's user site-packages ignored.
+with Jupyter's config files switched off, Python's user site-packages ignored, and
+bytecode read only from the grader's own folder (guard.bytecode_folder), never from a
+`__pycache__`.
 
 Its processes are ended together: the kernel runs under a small parent (reaper.py) that is
 a child subreaper, in a session of its own, and the grader is a subreaper too. A process
@@ -17,11 +19,8 @@ its environment, and the orphans re-parented to the grader since the kernel star
 
 What a sandbox does not do: it is not a container. Notebooks graded at the same moment run
 as the same user, so one that goes looking for another's temporary folder while both run
-could disturb it (grade with `--jobs 1` to rule that out). The README says so.
-
-`Guard` watches the few shared files a notebook could change to reach a *later* notebook —
-the durable_lite package, `.pth` and `sitecustomize` files, the Python environment's
-Jupyter and IPython config folders, the course's exercises — and puts them back.
+could disturb it (grade with `--jobs 1` to rule that out). The shared files a notebook could
+change to reach a later one are the guard's (guard.py). The README says so.
 """
 
 import os
@@ -33,6 +32,7 @@ import time
 from pathlib import Path
 
 from . import reaper
+from .guard import Guard, bytecode_folder  # noqa: F401  (Guard: where it used to live)
 
 MARKER = "DURABLE_LITE_SANDBOX"
 
@@ -64,10 +64,15 @@ class Sandbox:
             "JUPYTER_RUNTIME_DIR": str(self.runtime), "JUPYTER_NO_CONFIG": "1",
             "JUPYTER_PLATFORM_DIRS": "1",
             "TMPDIR": str(self.tmp), "TEMP": str(self.tmp), "TMP": str(self.tmp),
-            "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONNOUSERSITE": "1",
+            # The kernel and the processes it starts keep their bytecode in the grading
+            # run's own folder (guard.bytecode_folder), never in a __pycache__, where
+            # anyone could have planted a cache before grading began.
+            "PYTHONPYCACHEPREFIX": bytecode_folder(),
             "MPLBACKEND": "Agg", "MPLCONFIGDIR": str(self.tmp / "matplotlib"),
             MARKER: self.token,
         })
+        env.pop("PYTHONDONTWRITEBYTECODE", None)     # they may write there: the guard checks
         return env
 
     def planted(self) -> list:
@@ -299,122 +304,3 @@ def _running(pid) -> bool:
     except OSError:
         return False
     return state[state.rfind(")") + 2] not in "ZX"
-
-
-# the shared files a notebook could change ---------------------------------------------
-class Guard:
-    """The shared files that could carry one notebook's code into a later notebook's kernel
-    or into the grader, as they were when grading began.
-
-    Kept whole, to check and put back: the durable_lite package, every `.pth`,
-    `sitecustomize` and `usercustomize` on Python's path, the Jupyter and IPython config
-    folders of this Python and of the system, the real home's IPython startup folder and
-    Jupyter config, and the course's exercises and solutions. Watched by size and change
-    time only (too many to keep): the packages every kernel imports as it starts."""
-
-    KERNEL_PACKAGES = ("ipykernel", "IPython", "jupyter_client", "jupyter_core", "traitlets",
-                       "comm", "zmq", "tornado")
-
-    def __init__(self, course_root=None):
-        self.roots = _watch_roots(course_root)
-        self.saved = {p: _read(p) for p in self._kept()}
-        self.stats = {p: _stat(p) for p in self._statted()}
-
-    def _kept(self) -> set:
-        return set().union(*[_files(kind, root) for kind, root in self.roots])
-
-    def _statted(self) -> set:
-        import importlib.util
-        out = set()
-        for name in self.KERNEL_PACKAGES:
-            spec = importlib.util.find_spec(name)
-            if spec is None or not spec.origin:
-                continue
-            origin = Path(spec.origin)
-            out |= _files("tree", origin.parent) if origin.name == "__init__.py" else {str(origin)}
-        launcher = importlib.util.find_spec("ipykernel_launcher")
-        if launcher is not None and launcher.origin:
-            out.add(launcher.origin)
-        return out
-
-    def changes(self) -> list:
-        """[path] of guarded files changed, added or removed since the guard was made."""
-        kept = self._kept() | set(self.saved)
-        changed = {p for p in kept if self.saved.get(p) != _read(p)}
-        statted = self._statted() | set(self.stats)
-        changed |= {p for p in statted if self.stats.get(p) != _stat(p)}
-        return sorted(changed)
-
-    def restorable(self, path) -> bool:
-        return path in self.saved or path not in self.stats
-
-    def restore(self, paths) -> list:
-        """Put the kept files back; return the paths it could not restore."""
-        failed = []
-        for path in paths:
-            if not self.restorable(path):
-                failed.append(path)
-                continue
-            before = self.saved.get(path)
-            try:
-                if before is None:
-                    os.remove(path)
-                else:
-                    Path(path).parent.mkdir(parents=True, exist_ok=True)
-                    Path(path).write_bytes(before)
-            except OSError:
-                failed.append(path)
-        return failed
-
-
-def _read(path):
-    try:
-        return Path(path).read_bytes()
-    except OSError:
-        return None
-
-
-def _stat(path):
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-
-
-def _watch_roots(course_root):
-    """(kind, folder) pairs: "tree" keeps every file below, "startup" only the files Python
-    runs when it starts from a folder on its path, "config" only a profile's config files."""
-    import site
-    import durable_lite
-    roots = [("tree", Path(durable_lite.__file__).resolve().parent)]
-    for folder in {*site.getsitepackages(), site.getusersitepackages(), *sys.path}:
-        if folder and os.path.isdir(folder):
-            roots.append(("startup", Path(folder)))
-    for etc in {Path(sys.prefix) / "etc", Path(sys.base_prefix) / "etc",
-                Path("/usr/local/etc"), Path("/etc")}:
-        roots += [("tree", etc / "jupyter"), ("tree", etc / "ipython")]
-    home = Path(os.path.expanduser("~"))
-    roots += [("tree", home / ".ipython" / "profile_default" / "startup"),
-              ("config", home / ".ipython" / "profile_default"),
-              ("config", home / ".jupyter")]
-    if course_root is not None:
-        roots += [("tree", Path(course_root) / "exercises"),
-                  ("tree", Path(course_root) / "solutions")]
-    return roots
-
-
-def _files(kind, root: Path) -> set:
-    if not root.is_dir():
-        return set()
-    if kind == "startup":      # what Python runs at startup from a sys.path folder
-        return {str(p) for p in root.iterdir()
-                if p.suffix == ".pth" or p.stem in ("sitecustomize", "usercustomize")}
-    if kind == "config":       # a profile's own config files, not its history or workspaces
-        return {str(p) for p in root.iterdir()
-                if p.is_file() and "config" in p.name and p.suffix in (".py", ".json")}
-    out = set()
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = [d for d in dirs if d != "__pycache__" and not d.startswith(".")]
-        out |= {os.path.join(folder, f) for f in files if not f.endswith((".pyc", ".pyo"))}
-    return out

@@ -44,13 +44,19 @@ _PRELOAD = ("durable_lite.engine", "durable_lite.context", "durable_lite.sweep",
 
 
 # the kernel's side ---------------------------------------------------------------------
+def preload() -> None:
+    """Import what the tests use (the grader's own kernel does too, for the kernels'
+    bytecode: guard.bytecode_folder)."""
+    for name in _PRELOAD:
+        importlib.import_module(name)
+
+
 def begin(exercise_id: str) -> None:
     """The grader's first cell: load the checks and everything they use, print plain text,
     and fingerprint the grading code before any of the learner's cells can run."""
     from . import exercise
     checks.PLAIN_TEXT = True
-    for name in _PRELOAD:
-        importlib.import_module(name)
+    preload()
     exercise(exercise_id)
     _BEGUN[exercise_id] = _fingerprint(exercise_id)
 
