@@ -369,3 +369,170 @@ subprocess.run([sys.executable, "-c", "open(" + repr({str(package / "__init__.py
     finally:
         import shutil
         shutil.rmtree(package, ignore_errors=True)
+
+
+# a forged signature, and the next things an adversary tries ---------------------------
+# The secret the old grader wrote into its own cell, read back from IPython's input history
+# (the grader's cell is stored there before it runs) by a dict that re-signs every result it
+# is given as all-passed, in the old format or the new; the words the report looks for are
+# split.
+FORGE_SIGNATURE = STUB + '''
+import hashlib, hmac, importlib, json, re
+signer = importlib.import_module("durable_lite.gra" + "ding.proto" + "col")
+
+class Resigned(dict):
+    def __setitem__(self, key, value):
+        found = re.findall(r"[0-9a-f]{32}", In[-1])
+        secret = found[0] if found else ""
+        text = value[0] if isinstance(value, tuple) else json.loads(value)["payload"]
+        payload = json.loads(text)
+        for test in payload["tests"]:
+            test.update(status="passed", message="", hint="")
+        payload.update(status="passed", passed=payload["total"], tampered=[], flags=[])
+        text = json.dumps(payload, sort_keys=True, default=str)
+        if isinstance(value, tuple):
+            mac = hmac.new(secret.encode(), f"{key}\\n{text}\\n".encode(), hashlib.sha256)
+            forged = (text, "", mac.hexdigest())
+        else:
+            mac = hmac.new(secret.encode(), text.encode(), hashlib.sha256)
+            forged = json.dumps({"payload": text, "mac": mac.hexdigest()})
+        dict.__setitem__(self, key, forged)
+
+signer._SIGNED = Resigned()
+'''
+
+
+def test_a_signature_forged_from_the_input_history_scores_nothing_and_is_loud(tmp_path):
+    score = grade_notebook(learner("01_naive_retry", tmp_path, cells={"def run_naive": FORGE_SIGNATURE}))
+    zero_everywhere(score)
+    assert all(q["tampered"] for q in score.questions), score.report()
+
+
+# What no answer needs and an attack on the grader's key or code does, each refused by the
+# grader's watch (an audit hook in the kernel) and reported, whatever the answer calls it.
+WATCHED = STUB + '''
+import gc, importlib, os, sys
+tried = []
+def attempt(name, action):
+    try:
+        action()
+        tried.append(name + ": done")
+    except Exception as exc:
+        tried.append(f"{name}: {type(exc).__name__}")
+
+package = os.path.dirname(importlib.import_module("durable_lite").__file__)
+attempt("write", lambda: open(os.path.join(package, "planted.py"), "w").write("x = 1\\n"))
+attempt("sign", lambda: getattr(sys, "au" + "dit")("durable_lite.sign", "{}", "0" * 32, []))
+attempt("gc", lambda: getattr(gc, "get_" + "referrers")(sys))
+attempt("trace", lambda: getattr(sys, "set" + "trace")(lambda *a: None))
+attempt("hook", lambda: getattr(sys, "addaudit" + "hook")(lambda *a: None))
+checks_module = importlib.import_module("durable_lite.gra" + "ding.checks")
+attempt("code", lambda: setattr(checks_module.run_question, "__code__", (lambda *a, **k: None).__code__))
+import signal, subprocess
+signal.signal(signal.SIGUSR1, lambda number, frame: None)     # gets whatever frame it interrupts
+subprocess.run([sys.executable, "-c", "pass"])                # outside the watch
+print(tried)
+'''
+
+
+def test_what_the_watch_refuses_is_reported_and_scores_nothing(tmp_path):
+    planted = Path(__file__).resolve().parent.parent / "durable_lite" / "planted.py"
+    try:
+        score = grade_notebook(learner("01_naive_retry", tmp_path, cells={"def run_naive": WATCHED}))
+        assert not planted.exists()
+    finally:
+        planted.unlink(missing_ok=True)
+    zero_everywhere(score)
+    assert score.tampered and score.question("q1")["status"] == "tampered", score.report()
+    note = score.question("q1")["note"]
+    for refused in ("wrote to", "asked the grader to sign", "listed the interpreter's objects",
+                    "set a trace function", "changed the grader's function",
+                    "added an audit hook"):
+        assert refused in note, (refused, note)
+    output = json.dumps([c.outputs for c in score.notebook.cells if c.cell_type == "code"])
+    assert "write: Refused" in output and "code: Refused" in output, output
+    flags = " ".join(score.question("q1")["flags"])
+    assert "set a handler for SIGUSR1" in flags and "started another process" in flags, flags
+
+
+# Reaching up the call stack for what the test expects, by a name no word list knows.
+READ_THE_TESTS_FRAMES = '''
+import sys
+peek = getattr(sys, "_get" + "frame")
+
+def run_naive(folder, crash_at=None):
+    frame, seen = peek(), []
+    while frame is not None:
+        seen.append(sorted(frame.f_locals))
+        frame = frame.f_back
+    raise NotImplementedError(f"saw {len(seen)} frames")
+'''
+
+
+def test_reaching_into_the_graders_frames_is_flagged_whatever_it_is_called(tmp_path):
+    score = grade_notebook(learner("01_naive_retry", tmp_path,
+                                   cells={"def run_naive": READ_THE_TESTS_FRAMES}))
+    zero_everywhere(score)
+    flags = " ".join(score.question("q1")["flags"])
+    assert "call stack" in flags and "while it was graded" in flags, score.report()
+    assert "look at q1" in score.report()
+
+
+# The next things an adversary tries against the watch itself.
+FORGE_THE_SERIALIZER = '''
+import json, importlib
+real_dumps = json.dumps
+
+def all_passed(payload, **options):
+    if isinstance(payload, dict) and "tests" in payload:
+        payload = dict(payload, status="passed", passed=payload["total"],
+                       tests=[dict(t, status="passed", message="", hint="") for t in payload["tests"]])
+    return real_dumps(payload, **options)
+
+def run_naive(folder, crash_at=None):
+    json.dumps = all_passed           # while the tests run, for the result they will write
+    raise NotImplementedError("not written yet")
+'''
+
+
+def test_a_serializer_replaced_while_the_tests_run_forges_nothing(tmp_path):
+    score = grade_notebook(learner("01_naive_retry", tmp_path,
+                                   cells={"def run_naive": FORGE_THE_SERIALIZER}))
+    zero_everywhere(score)
+    assert score.question("q1")["status"] == "tampered", score.report()
+    assert "json.dumps" in score.question("q1")["note"], score.report()
+
+
+# Names put into the watch's own module, hoping the hooks look them up: they do not.
+SPY_ON_THE_WATCH = STUB + '''
+import importlib, os
+watch = importlib.import_module("durable_lite.gra" + "ding.watch")
+calls = []
+def spy(*args, **kwargs):
+    calls.append(args)
+    raise RuntimeError("spied")
+for name in ("len", "type", "id", "str", "isinstance", "getattr"):
+    setattr(watch, name, spy)
+class FakeOs:
+    def __getattr__(self, name):
+        calls.append(name)
+        return getattr(os, name)
+watch.os = FakeOs()
+'''
+REPORT_THE_SPY = '''
+print("spy calls:", len(calls))
+STEPS = ["lookup", "refund", "email", "close"]
+def predicted_refunds(step, when):
+    raise NotImplementedError
+'''
+
+
+def test_names_planted_in_the_watchs_module_are_never_called_and_are_seen(tmp_path):
+    score = grade_notebook(learner("01_naive_retry", tmp_path,
+                                   cells={"def run_naive": SPY_ON_THE_WATCH,
+                                          "def predicted_refunds": REPORT_THE_SPY}))
+    zero_everywhere(score)
+    output = json.dumps([c.outputs for c in score.notebook.cells if c.cell_type == "code"])
+    assert "spy calls: 0" in output, output
+    assert score.question("q1")["status"] == "tampered", score.report()
+    assert "durable_lite.grading.watch" in score.question("q1")["note"], score.report()
