@@ -428,7 +428,12 @@ attempt("trace", lambda: getattr(sys, "set" + "trace")(lambda *a: None))
 attempt("hook", lambda: getattr(sys, "addaudit" + "hook")(lambda *a: None))
 checks_module = importlib.import_module("durable_lite.gra" + "ding.checks")
 attempt("code", lambda: setattr(checks_module.run_question, "__code__", (lambda *a, **k: None).__code__))
-import signal, subprocess
+attempt("claim", lambda: compile("x = 1", checks_module.__file__, "exec"))
+attempt("memory", lambda: open("/proc/self/mem", "rb"))
+import ctypes
+attempt("ctypes", lambda: ctypes.string_at(id(tried), 8))
+import inspect, signal, subprocess
+inspect.stack()                                               # flagged, not refused
 signal.signal(signal.SIGUSR1, lambda number, frame: None)     # gets whatever frame it interrupts
 subprocess.run([sys.executable, "-c", "pass"])                # outside the watch
 print(tried)
@@ -447,12 +452,15 @@ def test_what_the_watch_refuses_is_reported_and_scores_nothing(tmp_path):
     note = score.question("q1")["note"]
     for refused in ("wrote to", "asked the grader to sign", "listed the interpreter's objects",
                     "set a trace function", "changed the grader's function",
-                    "added an audit hook"):
+                    "added an audit hook", "compiled code under the name of",
+                    "read a process's memory", "used ctypes"):
         assert refused in note, (refused, note)
     output = json.dumps([c.outputs for c in score.notebook.cells if c.cell_type == "code"])
-    assert "write: Refused" in output and "code: Refused" in output, output
+    for name in ("write", "gc", "trace", "code", "claim", "memory", "ctypes"):   # raised where tried
+        assert f"{name}: Refused" in output, (name, output)
     flags = " ".join(score.question("q1")["flags"])
-    assert "set a handler for SIGUSR1" in flags and "started another process" in flags, flags
+    for flagged in ("set a handler for SIGUSR1", "started another process", "call stack"):
+        assert flagged in flags, (flagged, flags)
 
 
 # Reaching up the call stack for what the test expects, by a name no word list knows.
