@@ -155,8 +155,7 @@ def grade_notebook(path, timeout: float = DEFAULT_TIMEOUT, seed: Optional[int] =
     cell_timeout: seconds for one answer or given cell, before it is interrupted."""
     import nbformat
     from .assemble import assemble
-    from .guard import Guard
-    from .isolation import Sandbox
+    from .isolation import Sandbox, start_guard
 
     path = Path(path)
     started = time.monotonic()
@@ -194,7 +193,7 @@ def grade_notebook(path, timeout: float = DEFAULT_TIMEOUT, seed: Optional[int] =
     score.notes += assembled.notes
     own_guard = guard is None
     if own_guard:
-        guard = Guard(_root(course_root))
+        guard = start_guard(_root(course_root))
     sandbox = Sandbox(score.exercise)
     try:
         shutil.copy(path, sandbox.work / path.name)          # the working copy
@@ -396,8 +395,8 @@ def grade(paths, timeout: float = DEFAULT_TIMEOUT, as_json: bool = False, out=No
     import sys
     out = out or sys.stdout
     seed = fresh_seed() if seed is None else seed
-    from .guard import Guard
-    guard = Guard(_root(None))               # one for the batch: made before any notebook runs
+    from .isolation import start_guard
+    guard = start_guard(_root(None))               # one for the batch: made before any notebook runs
     scores = []
     for path in paths:
         score = grade_notebook(path, timeout=timeout, seed=seed, guard=guard)

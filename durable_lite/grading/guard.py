@@ -24,22 +24,18 @@ source. A new file is removed. A changed file that was not kept cannot be put ba
 guard is then *spoiled*, and the grader grades no later notebook with it (reinstall).
 
 Kernels do not read these caches at all: they keep theirs in a folder made for the
-grading run (bytecode_folder), so a cache planted before grading began cannot reach them.
+grading run (bytecode.py), so a cache planted before grading began cannot reach them.
 That folder is guarded too.
 """
 
-import atexit
-import importlib.util
-import marshal
 import os
-import shutil
 import site
 import subprocess
 import sys
 import sysconfig
-import tempfile
-import threading
 from pathlib import Path
+
+from . import bytecode
 
 KIND_TREE, KIND_STARTUP, KIND_CONFIG, KIND_FILE = "tree", "startup", "config", "file"
 CODE_SUFFIXES = (".py", ".pyc", ".so", ".pyd", ".pth")
@@ -59,7 +55,7 @@ class Guard:
     def __init__(self, course_root=None):
         self.roots = _kept_roots(course_root)
         self.saved = {p: _read(p) for p in self._kept()}
-        self.bytecode = bytecode_folder()
+        self.bytecode = bytecode.folder()
         self.import_roots = _import_roots()
         self.listings = {}
         self.stats = scan(self.import_roots + [("whole", self.bytecode)], self.listings)
@@ -80,18 +76,18 @@ class Guard:
         for path in set(now) | set(self.stats):
             if self.stats.get(path) == now.get(path) or path in changed:
                 continue
-            if now.get(path) is not None and is_cache(path):
-                if genuine_cache(path):
+            if now.get(path) is not None and bytecode.is_cache(path):
+                if bytecode.genuine_cache(path):
                     self.stats[path] = now[path]
                     continue
-                if source_of_cache(path) not in self.stats:
+                if bytecode.source_of_cache(path) not in self.stats:
                     _remove(path)          # the cache of a notebook's own module: not shared
                     continue
             changed.add(path)
         return sorted(changed)
 
     def restorable(self, path) -> bool:
-        return path in self.saved or path not in self.stats or is_cache(path)
+        return path in self.saved or path not in self.stats or bytecode.is_cache(path)
 
     def restore(self, paths) -> list:
         """Put the changed files back; return (and remember) those it could not."""
@@ -117,91 +113,6 @@ class Guard:
                     del self.stats[path]
         self.spoiled += [p for p in failed if p not in self.spoiled]
         return failed
-
-
-# bytecode caches ------------------------------------------------------------------------
-_bytecode = {"folder": None}
-_bytecode_lock = threading.RLock()
-
-
-def bytecode_folder() -> str:
-    """The kernels' bytecode (their PYTHONPYCACHEPREFIX): a folder made for each grading
-    process, where kernels and the processes they start read and write their caches — never
-    in a __pycache__, where anyone could have planted a cache before grading began. It is
-    filled first by a kernel that runs no notebook (what ipykernel, IPython and the checks
-    import: a few seconds, once); the kernels after it add what else they import. The guard
-    watches this folder like the rest: a cache that appears here is kept only if it holds
-    exactly what its source compiles to (Python writes nothing else), and the cache of a
-    file outside the import roots (a module in a notebook's sandbox) is removed."""
-    with _bytecode_lock:
-        if _bytecode["folder"] is None:
-            folder = _bytecode["folder"] = os.path.realpath(
-                tempfile.mkdtemp(prefix="durable-lite-grade-bytecode-"))
-            atexit.register(shutil.rmtree, folder, True)
-            _warm_up()
-        return _bytecode["folder"]
-
-
-def _warm_up() -> None:
-    """Fill the kernels' bytecode from a kernel of the grader's own, before any notebook
-    runs. Without it, the first notebook's kernel compiles it all, and the guard checks
-    every cache it wrote: slower, as safe."""
-    from .isolation import Kernel, Sandbox
-    sandbox = Sandbox("bytecode")
-    try:
-        kernel = Kernel(sandbox)
-        try:
-            kernel.execute("from durable_lite.grading import protocol\nprotocol.preload()",
-                           timeout=300)
-        finally:
-            kernel.stop()
-    except Exception:   # noqa: BLE001 - a kernel that would not start grades nothing either
-        pass
-    finally:
-        sandbox.remove()
-
-
-def source_of_cache(path):
-    """The source file a cache belongs to, or None if `path` is not a cache of ours: in a
-    __pycache__ beside its source, or at the source's own path inside the kernels'
-    bytecode folder."""
-    if not path.endswith(".pyc"):
-        return None
-    folder, name = os.path.split(path)
-    stem = name.partition(".")[0] + ".py"
-    seed = _bytecode["folder"]
-    if seed and path.startswith(seed + os.sep):
-        return os.path.join(folder[len(seed):] or os.sep, stem)
-    if os.path.basename(folder) == "__pycache__":
-        return os.path.join(os.path.dirname(folder), stem)
-    return None
-
-
-def is_cache(path) -> bool:
-    return source_of_cache(path) is not None
-
-
-def genuine_cache(path) -> bool:
-    """Whether a cache holds exactly the code its source compiles to (the header aside:
-    Python loads it only if that matches its source too)."""
-    source = source_of_cache(path)
-    tag, _, opt = os.path.basename(path)[:-len(".pyc")].partition(".")[2].partition(".opt-")
-    if source is None or tag != sys.implementation.cache_tag:
-        return False
-    try:
-        data = Path(path).read_bytes()
-        text = Path(source).read_bytes()
-    except OSError:
-        return False
-    if data[:4] != importlib.util.MAGIC_NUMBER or len(data) < 16:
-        return False
-    try:
-        cached = marshal.loads(data[16:])       # data only: nothing in it runs
-        compiled = compile(text, source, "exec", dont_inherit=True,
-                           optimize=int(opt) if opt.isdigit() else 0)
-    except (ValueError, EOFError, TypeError, SyntaxError):
-        return False
-    return cached == compiled
 
 
 # what to watch ----------------------------------------------------------------------------

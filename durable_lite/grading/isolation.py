@@ -6,7 +6,7 @@ runtime folders, TMPDIR and working folder, so an IPython startup file or a conf
 writes lands in its own sandbox and is gone with it. The kernel is started from a command
 the grader builds (never from an installed kernelspec, which a notebook could rewrite),
 with Jupyter's config files switched off, Python's user site-packages ignored, and
-bytecode read only from the grader's own folder (guard.bytecode_folder), never from a
+bytecode read only from the grader's own folder (bytecode.py), never from a
 `__pycache__`.
 
 Its processes are ended together: the kernel runs under a small parent (reaper.py) that is
@@ -31,10 +31,43 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import reaper
-from .guard import Guard, bytecode_folder  # noqa: F401  (Guard: where it used to live)
+from . import bytecode, reaper
+from .guard import Guard
 
 MARKER = "DURABLE_LITE_SANDBOX"
+
+
+def start_guard(course_root=None) -> Guard:
+    """A guard for a grading run, made after the kernels' bytecode folder is filled.
+
+    The folder is filled first by a kernel that runs no notebook (what ipykernel, IPython
+    and the checks import: a few seconds, once), so the guard records those caches as they
+    are and checks only what later kernels add. Without it the first notebook's kernel
+    compiles it all and the guard checks every cache it wrote: slower, as safe."""
+    _warm_up()
+    return Guard(course_root)
+
+
+_warmed = []
+
+
+def _warm_up() -> None:
+    with bytecode.lock:
+        if _warmed:
+            return
+        _warmed.append(True)
+        sandbox = Sandbox("bytecode")
+        try:
+            kernel = Kernel(sandbox)
+            try:
+                kernel.execute("from durable_lite.grading import protocol\nprotocol.preload()",
+                               timeout=300)
+            finally:
+                kernel.stop()
+        except Exception:   # noqa: BLE001 - a kernel that would not start grades nothing either
+            pass
+        finally:
+            sandbox.remove()
 
 
 class Sandbox:
@@ -66,9 +99,9 @@ class Sandbox:
             "TMPDIR": str(self.tmp), "TEMP": str(self.tmp), "TMP": str(self.tmp),
             "PYTHONNOUSERSITE": "1",
             # The kernel and the processes it starts keep their bytecode in the grading
-            # run's own folder (guard.bytecode_folder), never in a __pycache__, where
-            # anyone could have planted a cache before grading began.
-            "PYTHONPYCACHEPREFIX": bytecode_folder(),
+            # run's own folder (bytecode.py), never in a __pycache__, where anyone
+            # could have planted a cache before grading began.
+            "PYTHONPYCACHEPREFIX": bytecode.folder(),
             "MPLBACKEND": "Agg", "MPLCONFIGDIR": str(self.tmp / "matplotlib"),
             MARKER: self.token,
         })

@@ -144,7 +144,7 @@ def report(submissions, out, jobs: Optional[int] = None, timeout: float = DEFAUL
     from . import EXERCISES
     from .generate import default_root
     from .grader import grader_copy
-    from .guard import Guard
+    from .isolation import start_guard
 
     started = time.monotonic()
     out = Path(out)
@@ -158,7 +158,7 @@ def report(submissions, out, jobs: Optional[int] = None, timeout: float = DEFAUL
             grader_copy(exercise_id, course_root)
         except FileNotFoundError:
             pass
-    guard = Guard(course_root)
+    guard = start_guard(course_root)
     lock = threading.Lock()
     running, suspects, warnings = set(), set(), []
     state = {"last_clean": time.monotonic()}
