@@ -14,7 +14,7 @@ import pytest
 import durable_lite as dl
 from durable_lite.grading import checks
 from durable_lite.grading.checks import CHECK_ERROR, FAILED, raised_by_learner, run_question
-from durable_lite.grading.grader import NotebookScore, _score
+from durable_lite.grading.grader import NotebookScore, Outcome, _score
 from durable_lite.grading.report import ClassReport, Graded, summary_markdown
 
 GRADER_FILE = os.path.join(os.path.dirname(checks.__file__), "exercises", "ex_broken_example.py")
@@ -126,7 +126,7 @@ def test_the_grader_and_the_class_report_point_at_the_broken_check(monkeypatch):
     exercise = grader_module()
     payload = run_question(exercise, "q1", (double,), seed=1).to_json()
     monkeypatch.setattr("durable_lite.grading.grader.exercise", lambda _: exercise)
-    [question] = _score("99_broken", {"q1": (payload, None, 1.0, False)}, None, {})
+    [question] = _score("99_broken", {"q1": Outcome(payload, None, 1.0)}, None, {})
     assert question["status"] == CHECK_ERROR and question["passed"] == 1
     assert question["note"].startswith("the check itself failed on \"the check's own "
                                        "bookkeeping breaks\": the check itself failed (in ")

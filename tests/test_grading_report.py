@@ -66,11 +66,14 @@ def test_a_class_report_with_a_hanging_a_crashing_and_a_forging_notebook(tmp_pat
 
 def test_a_notebook_that_changes_shared_files_beside_others_is_found_and_the_others_regraded(tmp_path):
     planted = Path(site.getsitepackages()[0]) / "durable_lite_report_forged.pth"
+    # Written by a process the answer starts: the kernel's own watch would refuse the write
+    # (test_grading_attacks), so this is the guard's to find.
     attack = f'''
 def run_naive(folder, crash_at=None):
     raise NotImplementedError
-with open({str(planted)!r}, "w") as f:
-    f.write("import os\\n")
+import subprocess, sys
+subprocess.run([sys.executable, "-c", "open(" + repr({str(planted)!r}) + ", 'w').write('import os')"],
+               check=True)
 '''
     klass = tmp_path / "class"
     learner("01_naive_retry", klass / "mallory", cells={"def run_naive": attack})

@@ -25,7 +25,9 @@ The machinery, one idea per module:
     generate.py   write exercises/ from solutions/ (answer regions become stubs)
     assemble.py   the notebook the grader runs: its own cells, the learner's answers
     protocol.py   the grader's cells inside the kernel, and the signed results they return
-    isolation.py, reaper.py   a private home, config and process group per notebook
+    watch.py      the audit hook in the kernel: keeps the key, refuses and reports attacks
+    isolation.py, reaper.py   a private home, config and processes per notebook
+    guard.py      what Python imports, checked and put back after every notebook
     grader.py     grade one notebook; report.py: grade a class
 
 The checks of each exercise live apart, in `exercises/` (ex01_naive_retry.py, ...), found by

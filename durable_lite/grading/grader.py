@@ -11,15 +11,19 @@ For one notebook:
 2. A kernel starts in a sandbox of its own (isolation.py): a private home, IPython and
    Jupyter folders, temporary folder and working copy, under a parent that keeps every
    process it starts within reach.
-3. The cells run top to bottom, like "Restart and run all", except that a cell that raises
+3. The grader's first request, before any of the learner's cells, installs its watch
+   (watch.py), which records the grading code as loaded and hands back the key results
+   are signed with.
+4. The cells run top to bottom, like "Restart and run all", except that a cell that raises
    does not stop the run, an answer cell gets 30 s, and demonstrations are skipped. Where
    the exercise has a check cell, the grader runs a cell of its own instead: its tests for
    that question, on cases drawn from this run's seed, after the learner's code above it.
-   The result comes back in the kernel's reply to that cell, signed with a secret made
-   just before it (protocol.py); nothing the notebook printed or wrote is read.
-4. At the end, or when the notebook's time runs out, every process of the sandbox is
-   killed and the sandbox removed. The shared files a notebook could have changed to reach
-   a later one are checked and put back (isolation.Guard).
+   The result comes back in the kernel's reply to that cell, signed by the watch with that
+   key (protocol.py), with what the watch saw the notebook do; nothing the notebook
+   printed or wrote is read.
+5. At the end, or when the notebook's time runs out, every process of the sandbox is
+   killed and the sandbox removed. Everything Python imports, and the other shared files a
+   notebook could have changed to reach a later one, are checked and put back (guard.py).
 
 A notebook that kills its kernel, loops forever or never starts is scored, not crashed on:
 questions graded before that keep their scores. The run's seed is printed; passing it back
@@ -35,7 +39,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import List, Optional
 
-from . import EXERCISES, exercise
+from . import EXERCISES, exercise, watch
 from .cases import derive_seed, fresh_seed
 from .checks import CHECK_ERROR
 
@@ -144,12 +148,14 @@ def grade_notebook(path, timeout: float = DEFAULT_TIMEOUT, seed: Optional[int] =
     """Grade one notebook in a sandbox of its own. Never raises for anything the notebook does.
 
     seed:  the cases' seed (default: a fresh one, printed in the report).
-    guard: an isolation.Guard shared by many notebooks (report.py); by default this call
-           makes its own, checks it afterwards and puts back what the notebook changed.
+    guard: a guard.Guard shared by many notebooks (report.py, grade); the caller checks it
+           after each one. By default this call makes its own, checks it afterwards and puts
+           back what the notebook changed. A guard that could not put a file back grades
+           nothing more: the notebook is not graded, and the note says why.
     cell_timeout: seconds for one answer or given cell, before it is interrupted."""
     import nbformat
     from .assemble import assemble
-    from .isolation import Guard, Sandbox
+    from .isolation import Sandbox, start_guard
 
     path = Path(path)
     started = time.monotonic()
@@ -176,12 +182,18 @@ def grade_notebook(path, timeout: float = DEFAULT_TIMEOUT, seed: Optional[int] =
         score.questions = _score(score.exercise, {}, score.note, {})
         score.seconds = time.monotonic() - started
         return score
+    if guard is not None and guard.spoiled:
+        score.note = ("not graded: a notebook graded before it changed files the grader could "
+                      f"not put back ({', '.join(guard.spoiled[:3])}); reinstall the course's "
+                      "environment and grade again")
+        score.questions = _score(score.exercise, {}, score.note, {})
+        score.seconds = time.monotonic() - started
+        return score
     assembled = assemble(grader_copy(score.exercise, course_root), nb, ex)
     score.notes += assembled.notes
     own_guard = guard is None
     if own_guard:
-        from .generate import default_root
-        guard = Guard(course_root or default_root())
+        guard = start_guard(_root(course_root))
     sandbox = Sandbox(score.exercise)
     try:
         shutil.copy(path, sandbox.work / path.name)          # the working copy
@@ -202,6 +214,11 @@ def grade_notebook(path, timeout: float = DEFAULT_TIMEOUT, seed: Optional[int] =
     score.notebook = assembled.notebook
     score.seconds = time.monotonic() - started
     return score
+
+
+def _root(course_root) -> str:
+    from .generate import default_root
+    return str(course_root or default_root())
 
 
 def check_guard(guard, keep_in=None) -> List[str]:
@@ -233,11 +250,21 @@ def mark_tampered(score: NotebookScore, changed: List[str]) -> None:
         q.update(status=TAMPERED, passed=0, tampered=True, note=why)
 
 
+@dataclass
+class Outcome:
+    """What came back from one grading cell."""
+    payload: Optional[dict]          # the signed result, or None
+    problem: Optional[str]           # why there is none
+    seconds: float
+    forged: bool = False             # a reply came, but no authentic result
+    seen: List[str] = field(default_factory=list)   # what the watch saw: "level: what"
+
+
 def _run(assembled, sandbox, ex, seed, timeout, results, started, cell_timeout) -> Optional[str]:
-    """Run the cells; fill `results` {qid: (payload or None, problem, seconds)}; return a
-    note if the run stopped early, else None."""
+    """Run the cells; fill `results` {qid: Outcome}; return a note if the run stopped early,
+    else None."""
     from .isolation import CellTimeout, DeadKernel, Kernel
-    from .protocol import begin_code, grading_request, verify
+    from .protocol import begin_request, grading_request, key_of, verify
 
     deadline = started + timeout
     kernel = None
@@ -247,13 +274,15 @@ def _run(assembled, sandbox, ex, seed, timeout, results, started, cell_timeout) 
             kernel = Kernel(sandbox, startup_timeout=max(10.0, min(60.0, timeout / 2)))
         except Exception as exc:
             return f"execution stopped before the first cell: {type(exc).__name__}: {exc}"
+        code, expressions = begin_request(ex.id)
         try:
-            reply = kernel.execute(begin_code(ex.id), timeout=max(5.0, deadline - time.monotonic()))
+            reply = kernel.execute(code, timeout=max(5.0, deadline - time.monotonic()),
+                                   user_expressions=expressions)
         except (CellTimeout, DeadKernel):
             return "the grader's first cell did not finish: no question was graded"
-        if reply.get("status") != "ok":
-            return (f"the grader's first cell failed ({reply.get('ename')}: {reply.get('evalue')}): "
-                    "no question was graded")
+        key, why = key_of(reply)
+        if key is None:
+            return f"the grader's first cell failed ({why}): no question was graded"
         for cell in assembled.cells:
             index = cell.index
             left = deadline - time.monotonic()
@@ -273,24 +302,24 @@ def _run(assembled, sandbox, ex, seed, timeout, results, started, cell_timeout) 
                     cell.cell.outputs.append(_stream(f"(stopped by the grader after {limit:.0f} s)"))
                 continue
             question = ex.questions[cell.question]
-            secret = secrets.token_hex(16)             # made now, after the cells above ran
+            nonce = secrets.token_hex(16)              # names this cell's result, and no other
             qseed = derive_seed(seed, ex.id, question.id)
             code, expressions = grading_request(ex.id, question.id, question.answers, qseed,
-                                                secret, TEST_TIME_LIMIT)
+                                                nonce, TEST_TIME_LIMIT)
             limit = min(left, len(question.tests) * TEST_TIME_LIMIT + 15)
             began = time.monotonic()
             try:
                 reply = kernel.execute(code, limit, expressions, outputs=cell.cell.outputs)
             except CellTimeout:
-                results[question.id] = (None, f"its tests ran past {limit:.0f} s", limit, False)
+                results[question.id] = Outcome(None, f"its tests ran past {limit:.0f} s", limit)
                 if not kernel.interrupt():
                     return f"stopped at cell {index + 1}: {question.id}'s tests never finished"
                 continue
-            payload, problem = verify(reply, secret, ex.id, question.id, qseed)
+            payload, seen, problem = verify(reply, key, ex.id, question.id, qseed, nonce)
             forged = payload is None and reply.get("status") == "ok"
             if payload is None and not forged:
                 problem = f"the grading cell failed: {reply.get('ename')}: {reply.get('evalue')}"
-            results[question.id] = (payload, problem, time.monotonic() - began, forged)
+            results[question.id] = Outcome(payload, problem, time.monotonic() - began, forged, seen)
     except DeadKernel:
         last = _last_line(sandbox.root / "kernel.log")
         where = f"cell {index + 1}" if index is not None else "the first cell"
@@ -326,17 +355,22 @@ def _score(exercise_id: str, results: dict, note: Optional[str], flags: dict) ->
             why = "its check cell did not run" + (" (see the note above)" if note else "")
             questions.append({**base, "status": NOT_CHECKED, "passed": 0, "note": why})
             continue
-        payload, problem, seconds, forged = results[q.id]
-        base["seconds"] = round(seconds, 2)
+        outcome = results[q.id]
+        payload = outcome.payload
+        base["seconds"] = round(outcome.seconds, 2)
         if payload is None:
-            status = TAMPERED if forged else NOT_CHECKED
-            questions.append({**base, "status": status, "passed": 0, "tampered": forged,
-                              "note": problem})
+            status = TAMPERED if outcome.forged else NOT_CHECKED
+            questions.append({**base, "status": status, "passed": 0, "tampered": outcome.forged,
+                              "note": outcome.problem})
             continue
-        if payload.get("tampered"):
+        seen = [line.partition(": ") for line in outcome.seen]
+        tampered = [what for level, _, what in seen if level == watch.TAMPERED]
+        base["flags"] = base["flags"] + [f"while it was graded, {what}" for level, _, what in seen
+                                         if level == watch.FLAGGED] + [
+            f"while it was graded, {what}" for what in payload.get("flags", [])]
+        if tampered:
             questions.append({**base, "status": TAMPERED, "passed": 0, "tampered": True,
-                              "note": f"not graded: the grading code in memory was changed "
-                                      f"({', '.join(payload['tampered'][:3])})",
+                              "note": "not graded: while it was graded, " + "; ".join(tampered),
                               "tests": payload.get("tests", [])})
             continue
         tests = payload.get("tests", [])
@@ -361,7 +395,15 @@ def grade(paths, timeout: float = DEFAULT_TIMEOUT, as_json: bool = False, out=No
     import sys
     out = out or sys.stdout
     seed = fresh_seed() if seed is None else seed
-    scores = [grade_notebook(p, timeout=timeout, seed=seed) for p in paths]
+    from .isolation import start_guard
+    guard = start_guard(_root(None))               # one for the batch: made before any notebook runs
+    scores = []
+    for path in paths:
+        score = grade_notebook(path, timeout=timeout, seed=seed, guard=guard)
+        changed = check_guard(guard)
+        if changed:
+            mark_tampered(score, changed)
+        scores.append(score)
     if as_json:
         payload = {"seed": seed, "notebooks": [s.to_json() for s in scores],
                    "passed": sum(s.passed for s in scores), "total": sum(s.total for s in scores)}

@@ -5,20 +5,22 @@ Each notebook gets a sandbox: its own temporary HOME, IPYTHONDIR, Jupyter config
 runtime folders, TMPDIR and working folder, so an IPython startup file or a config file it
 writes lands in its own sandbox and is gone with it. The kernel is started from a command
 the grader builds (never from an installed kernelspec, which a notebook could rewrite),
-with Jupyter's config files switched off and Python's user site-packages ignored.
+with Jupyter's config files switched off, Python's user site-packages ignored, and
+bytecode read only from the grader's own folder (bytecode.py), never from a
+`__pycache__`.
 
-Its processes are ended together: the kernel runs under a small subreaper parent
-(reaper.py) in a session of its own, and at the end — or when the time runs out — the
-grader kills the parent's whole process tree, its process group, and every process that
-still carries the sandbox's marker in its environment, until none is left.
-
-`Guard` watches the few shared files a notebook could change to reach a *later* notebook —
-the durable_lite package, `.pth` and `sitecustomize` files, the Python environment's
-Jupyter and IPython config folders, the course's exercises — and puts them back.
+Its processes are ended together: the kernel runs under a small parent (reaper.py) that is
+a child subreaper, in a session of its own, and the grader is a subreaper too. A process
+the notebook starts stays below one of them whatever it does to its session, group and
+environment — even when it kills the kernel's parent. At the end, or when the time runs
+out, the grader asks the parent to kill everything below it, then kills whatever is left:
+the parent's tree and process group, every process that carries the sandbox's marker in
+its environment, and the orphans re-parented to the grader since the kernel started.
 
 What a sandbox does not do: it is not a container. Notebooks graded at the same moment run
 as the same user, so one that goes looking for another's temporary folder while both run
-could disturb it (grade with `--jobs 1` to rule that out). The README says so.
+could disturb it (grade with `--jobs 1` to rule that out). The shared files a notebook could
+change to reach a later one are the guard's (guard.py). The README says so.
 """
 
 import os
@@ -29,7 +31,43 @@ import tempfile
 import time
 from pathlib import Path
 
+from . import bytecode, reaper
+from .guard import Guard
+
 MARKER = "DURABLE_LITE_SANDBOX"
+
+
+def start_guard(course_root=None) -> Guard:
+    """A guard for a grading run, made after the kernels' bytecode folder is filled.
+
+    The folder is filled first by a kernel that runs no notebook (what ipykernel, IPython
+    and the checks import: a few seconds, once), so the guard records those caches as they
+    are and checks only what later kernels add. Without it the first notebook's kernel
+    compiles it all and the guard checks every cache it wrote: slower, as safe."""
+    _warm_up()
+    return Guard(course_root)
+
+
+_warmed = []
+
+
+def _warm_up() -> None:
+    with bytecode.lock:
+        if _warmed:
+            return
+        _warmed.append(True)
+        sandbox = Sandbox("bytecode")
+        try:
+            kernel = Kernel(sandbox)
+            try:
+                kernel.execute("from durable_lite.grading import protocol\nprotocol.preload()",
+                               timeout=300)
+            finally:
+                kernel.stop()
+        except Exception:   # noqa: BLE001 - a kernel that would not start grades nothing either
+            pass
+        finally:
+            sandbox.remove()
 
 
 class Sandbox:
@@ -59,10 +97,15 @@ class Sandbox:
             "JUPYTER_RUNTIME_DIR": str(self.runtime), "JUPYTER_NO_CONFIG": "1",
             "JUPYTER_PLATFORM_DIRS": "1",
             "TMPDIR": str(self.tmp), "TEMP": str(self.tmp), "TMP": str(self.tmp),
-            "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONNOUSERSITE": "1",
+            # The kernel and the processes it starts keep their bytecode in the grading
+            # run's own folder (bytecode.py), never in a __pycache__, where anyone
+            # could have planted a cache before grading began.
+            "PYTHONPYCACHEPREFIX": bytecode.folder(),
             "MPLBACKEND": "Agg", "MPLCONFIGDIR": str(self.tmp / "matplotlib"),
             MARKER: self.token,
         })
+        env.pop("PYTHONDONTWRITEBYTECODE", None)     # they may write there: the guard checks
         return env
 
     def planted(self) -> list:
@@ -106,10 +149,15 @@ class Kernel:
         self.km._kernel_spec = KernelSpec(argv=launcher, display_name="Python 3 (grading)",
                                           language="python", env={})
         self.pid = None
+        self.started = None
         self.kc = None
+        reaper.become_subreaper()      # an orphan whose reaper was killed comes to us
         with open(sandbox.root / "kernel.log", "wb") as log:
             self.km.start_kernel(env=sandbox.env(), cwd=str(sandbox.work), stdout=log, stderr=log)
         self.pid = self.km.provisioner.process.pid if self.km.provisioner else None
+        if self.pid is not None:
+            _REAPERS.add(self.pid)
+            self.started = reaper.processes().get(self.pid, (0, 0, 0, None))[3]
         self.kc = self.km.blocking_client()
         self.kc.start_channels()
         try:
@@ -190,7 +238,9 @@ class Kernel:
                 self.kc.stop_channels()
         except Exception:
             pass
-        kill_everything(self.pid, self.sandbox.token)
+        self._ask_the_reaper()
+        kill_everything(self.pid, self.sandbox.token, self.started)
+        _REAPERS.discard(self.pid)
         try:
             self.km.shutdown_kernel(now=True)
         except Exception:
@@ -199,6 +249,20 @@ class Kernel:
             self.km.cleanup_resources()
         except Exception:
             pass
+
+    def _ask_the_reaper(self, wait: float = 15.0):
+        """SIGTERM the kernel's parent: it kills the kernel and everything below it, then
+        exits. Waited for (generously: a loaded machine is slow), then swept regardless."""
+        if self.pid is None or not _running(self.pid):
+            return
+        try:
+            os.kill(self.pid, signal.SIGTERM)
+        except (ProcessLookupError, PermissionError):
+            return
+        deadline = time.monotonic() + wait
+        while _running(self.pid) and time.monotonic() < deadline:
+            reaper.reap_children()
+            time.sleep(0.02)
 
 
 def _add_output(outputs, output):
@@ -212,22 +276,7 @@ def _add_output(outputs, output):
 
 
 # ending every process -----------------------------------------------------------------
-def _processes():
-    """{pid: (ppid, pgid)} of every process we can see (Linux /proc), else {}."""
-    table = {}
-    proc = Path("/proc")
-    if not proc.is_dir():
-        return table
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2:].split()
-        table[int(entry.name)] = (int(fields[1]), int(fields[2]))
-    return table
+_REAPERS = set()        # the reapers of the kernels this process is running now
 
 
 def _marked(pid: int, token: str) -> bool:
@@ -238,42 +287,46 @@ def _marked(pid: int, token: str) -> bool:
     return f"{MARKER}={token}".encode() in environ.split(b"\0")
 
 
-def survivors(root_pid, token) -> set:
-    """Processes that belong to a sandbox: the root's descendants, its process group, and
-    any process carrying the sandbox's marker."""
-    table = _processes()
+def survivors(root_pid, token, since=None) -> set:
+    """Processes that belong to a sandbox: the root's descendants and process group, any
+    process carrying the sandbox's marker, and — the grader being a subreaper too — the
+    orphans re-parented to the grader since `since` (the root's start time) after the root
+    itself was killed: children of ours in another session that are not a running
+    kernel's reaper. And everything below those."""
+    table = reaper.processes()
+    me = os.getpid()
     found = set()
     if root_pid is not None:
         found.add(root_pid)
-        changed = True
-        while changed:
-            children = {pid for pid, (ppid, _) in table.items() if ppid in found} - found
-            changed = bool(children)
-            found |= children
-        found |= {pid for pid, (_, pgid) in table.items() if pgid == root_pid}
-    found |= {pid for pid in table if pid != os.getpid() and _marked(pid, token)}
-    found.discard(os.getpid())
-    return {pid for pid in found if pid in table or pid == root_pid}
+        found |= {pid for pid, row in table.items() if row[1] == root_pid}
+    if since is not None and me in table:
+        session = table[me][2]
+        found |= {pid for pid, (ppid, _, sid, started) in table.items()
+                  if ppid == me and sid != session and started >= since
+                  and pid not in _REAPERS}
+    found |= {pid for pid in table if pid != me and _marked(pid, token)}
+    found |= reaper.descendants(found, table)
+    found.discard(me)
+    return {pid for pid in found if pid in table}
 
 
-def kill_everything(root_pid, token, rounds: int = 8):
+def kill_everything(root_pid, token, since=None, deadline_seconds: float = 30.0):
     """SIGKILL a sandbox's processes until none is left (a fork in between is caught by the
-    next round). Without /proc: the process group, which the kernel leads."""
-    for _ in range(rounds):
-        pids = survivors(root_pid, token)
+    next round). Without /proc: the process group, which the kernel's parent leads."""
+    deadline = time.monotonic() + deadline_seconds
+    while True:
         if root_pid is not None:
             try:
                 os.killpg(root_pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError, OSError):
                 pass
-        for pid in pids:
+        for pid in survivors(root_pid, token, since):
             try:
                 os.kill(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
-        _reap()
-        alive = {pid for pid in survivors(root_pid, token) if _running(pid)}
-        if not alive:
+        reaper.reap_children()
+        if not survivors(root_pid, token, since) or time.monotonic() > deadline:
             return
         time.sleep(0.05)
 
@@ -281,137 +334,6 @@ def kill_everything(root_pid, token, rounds: int = 8):
 def _running(pid) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text()
-        return state[state.rfind(")") + 2] != "Z"
     except OSError:
         return False
-
-
-def _reap():
-    """Collect our own dead children (the subreaper parent, once killed), so none lingers
-    as a zombie in the grader."""
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
-
-
-# the shared files a notebook could change ---------------------------------------------
-class Guard:
-    """The shared files that could carry one notebook's code into a later notebook's kernel
-    or into the grader, as they were when grading began.
-
-    Kept whole, to check and put back: the durable_lite package, every `.pth`,
-    `sitecustomize` and `usercustomize` on Python's path, the Jupyter and IPython config
-    folders of this Python and of the system, the real home's IPython startup folder and
-    Jupyter config, and the course's exercises and solutions. Watched by size and change
-    time only (too many to keep): the packages every kernel imports as it starts."""
-
-    KERNEL_PACKAGES = ("ipykernel", "IPython", "jupyter_client", "jupyter_core", "traitlets",
-                       "comm", "zmq", "tornado")
-
-    def __init__(self, course_root=None):
-        self.roots = _watch_roots(course_root)
-        self.saved = {p: _read(p) for p in self._kept()}
-        self.stats = {p: _stat(p) for p in self._statted()}
-
-    def _kept(self) -> set:
-        return set().union(*[_files(kind, root) for kind, root in self.roots])
-
-    def _statted(self) -> set:
-        import importlib.util
-        out = set()
-        for name in self.KERNEL_PACKAGES:
-            spec = importlib.util.find_spec(name)
-            if spec is None or not spec.origin:
-                continue
-            origin = Path(spec.origin)
-            out |= _files("tree", origin.parent) if origin.name == "__init__.py" else {str(origin)}
-        launcher = importlib.util.find_spec("ipykernel_launcher")
-        if launcher is not None and launcher.origin:
-            out.add(launcher.origin)
-        return out
-
-    def changes(self) -> list:
-        """[path] of guarded files changed, added or removed since the guard was made."""
-        kept = self._kept() | set(self.saved)
-        changed = {p for p in kept if self.saved.get(p) != _read(p)}
-        statted = self._statted() | set(self.stats)
-        changed |= {p for p in statted if self.stats.get(p) != _stat(p)}
-        return sorted(changed)
-
-    def restorable(self, path) -> bool:
-        return path in self.saved or path not in self.stats
-
-    def restore(self, paths) -> list:
-        """Put the kept files back; return the paths it could not restore."""
-        failed = []
-        for path in paths:
-            if not self.restorable(path):
-                failed.append(path)
-                continue
-            before = self.saved.get(path)
-            try:
-                if before is None:
-                    os.remove(path)
-                else:
-                    Path(path).parent.mkdir(parents=True, exist_ok=True)
-                    Path(path).write_bytes(before)
-            except OSError:
-                failed.append(path)
-        return failed
-
-
-def _read(path):
-    try:
-        return Path(path).read_bytes()
-    except OSError:
-        return None
-
-
-def _stat(path):
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-
-
-def _watch_roots(course_root):
-    """(kind, folder) pairs: "tree" keeps every file below, "startup" only the files Python
-    runs when it starts from a folder on its path, "config" only a profile's config files."""
-    import site
-    import durable_lite
-    roots = [("tree", Path(durable_lite.__file__).resolve().parent)]
-    for folder in {*site.getsitepackages(), site.getusersitepackages(), *sys.path}:
-        if folder and os.path.isdir(folder):
-            roots.append(("startup", Path(folder)))
-    for etc in {Path(sys.prefix) / "etc", Path(sys.base_prefix) / "etc",
-                Path("/usr/local/etc"), Path("/etc")}:
-        roots += [("tree", etc / "jupyter"), ("tree", etc / "ipython")]
-    home = Path(os.path.expanduser("~"))
-    roots += [("tree", home / ".ipython" / "profile_default" / "startup"),
-              ("config", home / ".ipython" / "profile_default"),
-              ("config", home / ".jupyter")]
-    if course_root is not None:
-        roots += [("tree", Path(course_root) / "exercises"),
-                  ("tree", Path(course_root) / "solutions")]
-    return roots
-
-
-def _files(kind, root: Path) -> set:
-    if not root.is_dir():
-        return set()
-    if kind == "startup":      # what Python runs at startup from a sys.path folder
-        return {str(p) for p in root.iterdir()
-                if p.suffix == ".pth" or p.stem in ("sitecustomize", "usercustomize")}
-    if kind == "config":       # a profile's own config files, not its history or workspaces
-        return {str(p) for p in root.iterdir()
-                if p.is_file() and "config" in p.name and p.suffix in (".py", ".json")}
-    out = set()
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = [d for d in dirs if d != "__pycache__" and not d.startswith(".")]
-        out |= {os.path.join(folder, f) for f in files if not f.endswith((".pyc", ".pyo"))}
-    return out
+    return state[state.rfind(")") + 2] not in "ZX"

@@ -1,40 +1,40 @@
-"""How a score leaves the kernel: in the kernel's reply to the grader's own cell, signed.
+"""How a score leaves the kernel: in the kernel's reply to the grader's own cell, signed with a
+key no cell ever holds.
 
-Nothing the learner's cells write can be a score. For each question the grader sends a cell
-of its own, after the learner's code for it has run; that cell runs the grader's tests and
-keeps the result under a one-time secret the grader made a moment before:
+Nothing the learner's cells write can be a score. The grader's first request, before any
+learner code exists, loads the checks and installs the grader's watch (watch.py): audit
+hooks that record the grading code as loaded, make a random key and hand it back once, in
+the reply to that request. For each question the grader then sends a cell of its own,
+after the learner's code for it has run:
 
-    grade("03_idempotency", "q2", ["refund_once", "open_sent"], seed=..., secret=..., limit=20)
+    grade("03_idempotency", "q2", ["refund_once", "open_sent"], seed=..., nonce=..., limit=20)
 
-The grader then reads the result back through the execute request's `user_expressions`,
-which the kernel evaluates after the cell and returns in its reply on the shell channel —
-not on the output stream, which any code in the kernel can print to. The result carries an
-HMAC made with that secret. A result file written ahead of time, output printed by a
-learner's thread, a variable set to look like a result, an `os._exit` after any of them: none
-of them carries a MAC made with a secret that did not exist when they were written, and
-none of them is where the grader looks.
-
-What this cannot stop is code that runs *inside* the grading cell — a learner's function,
-called by a test, that reaches up the stack for the secret, or a module replaced in memory
-before the tests run. The first line of defence against the second is below: `begin()`
-fingerprints the grading code in memory before any learner cell runs, and `grade()`
-refuses to score if it changed. Both can be defeated by code written for the purpose; the
-grader reports answers that refer to its machinery (assemble.py) so a person looks.
+It asks the watch to compare the grading code with its record, runs the grader's tests,
+asks again, and has the watch sign the result, which the grader reads back through the
+execute request's `user_expressions` (evaluated after the cell, returned on the shell
+channel — not the output stream, which any code in the kernel can print to). The signature
+(HMAC-SHA256) covers the cell's nonce, the result, what changed in the grading code and
+what the watch saw the notebook do since the last grading cell. The key is in no cell's
+source and not in IPython's history; a results file, a printed "all tests passed", a
+variable set to look like a result, an `os._exit`, a dict that re-signs what it is given:
+none carries a valid signature, and the watch signs only for the frame running this
+module's `grade`. From the last comparison to the signature only the grader's own code runs
+(what it prints, it prints before), so a function the notebook replaced cannot forge the
+result it signs.
 """
 
-import hashlib
-import hmac
 import importlib
 import json
+import signal
 import sys
-import types
 
-from . import checks
+from . import checks, watch
 
-_BEGUN = {}                      # exercise id -> fingerprint of the grading code in memory
+_BEGUN = []                      # the exercise this kernel grades, once begun
 _SIGNED = {}                     # nonce -> the signed result of one grading cell
+_HANDLERS = {}                   # signal name -> id of its handler, as last reported
 
-# Modules whose functions the tests call: loaded before the learner's code, fingerprinted.
+# Modules whose functions the tests call: loaded (and recorded) before the learner's code.
 _PRELOAD = ("durable_lite.engine", "durable_lite.context", "durable_lite.sweep",
             "durable_lite.child", "durable_lite.sim", "durable_lite.examples",
             "durable_lite.naive", "durable_lite.faults", "durable_lite.grading.checks",
@@ -42,41 +42,62 @@ _PRELOAD = ("durable_lite.engine", "durable_lite.context", "durable_lite.sweep",
             "durable_lite.grading.harness", "durable_lite.grading.child",
             "durable_lite.grading.portable", "durable_lite.grading.protocol")
 
+# Signals a notebook can raise on a timer, whose handler gets the frame it interrupted (a
+# frame of the tests, say): a handler the notebook set is worth a look, and the watch
+# cannot see one being set.
+_HANDLED = ("SIGALRM", "SIGVTALRM", "SIGPROF", "SIGUSR1", "SIGUSR2")
+
 
 # the kernel's side ---------------------------------------------------------------------
-def begin(exercise_id: str) -> None:
-    """The grader's first cell: load the checks and everything they use, print plain text,
-    and fingerprint the grading code before any of the learner's cells can run."""
-    from . import exercise
-    checks.PLAIN_TEXT = True
+def preload() -> None:
+    """Import what the tests use, so the watch records it before any learner code runs."""
     for name in _PRELOAD:
         importlib.import_module(name)
-    exercise(exercise_id)
-    _BEGUN[exercise_id] = _fingerprint(exercise_id)
 
 
-def grade(exercise_id: str, qid: str, names, seed: int, secret: str, limit: float) -> None:
+def begin(exercise_id: str) -> str:
+    """The grader's first request (a user expression, before any learner cell): load the
+    checks and everything they use, print plain text, install the watch, and return the
+    key results will be signed with. Once per kernel."""
+    from . import exercise
+    if _BEGUN:
+        raise RuntimeError("the grader's first cell runs once per kernel")
+    _BEGUN.append(exercise_id)
+    checks.PLAIN_TEXT = True
+    preload()
+    _HANDLERS.update(_handlers())
+    return watch.install(grade.__code__, globals(), exercise(exercise_id))
+
+
+def grade(exercise_id: str, qid: str, names, seed: int, nonce: str, limit: float) -> None:
     """A grading cell: run question `qid`'s tests on the answers the cell's caller (the
     notebook) holds under `names`, print the report, and keep the signed result."""
     from . import exercise
     user = sys._getframe(1).f_globals               # the notebook's namespace
     missing = [n for n in names if n not in user]
-    changed = _changed(exercise_id)
+    changed = []
+    sys.audit(watch.CHECKPOINT, nonce, changed)       # the grading code, before the tests
     if changed:
-        result = _refused(exercise_id, qid, seed, "the grading code in memory was changed "
-                          f"before the tests ran ({', '.join(changed[:3])})")
-        payload = {**result, "tampered": changed}
+        payload = _refused(exercise_id, qid, seed, "the grading code in memory was changed "
+                           f"before the tests ran ({', '.join(changed[:3])})")
     elif missing:
-        result = _refused(exercise_id, qid, seed, f"{', '.join(missing)} is not defined: "
-                          "its cell raised, or the name was changed")
-        payload = result
+        payload = _refused(exercise_id, qid, seed, f"{', '.join(missing)} is not defined: "
+                           "its cell raised, or the name was changed")
     else:
         answers = [user[n] for n in names]
         outcome = checks.run_question(exercise(exercise_id), qid, answers, seed=seed,
                                       time_limit=limit)
         print(outcome.report())
         payload = outcome.to_json()
-    _SIGNED[_nonce(secret)] = sign(payload, secret)
+    handlers = _handlers()
+    payload["flags"] = [f"its code set a handler for {name}, which gets the frame it "
+                        "interrupts" for name, h in handlers.items() if h != _HANDLERS.get(name)]
+    _HANDLERS.update(handlers)
+    sys.audit(watch.CHECKPOINT, nonce, changed)       # and after: from here, only our code
+    text = json.dumps(payload, sort_keys=True, default=_unknown)
+    box = []
+    sys.audit(watch.SIGN, text, nonce, box)           # the watch signs for this frame only
+    _SIGNED[nonce] = box[0] if box else None
 
 
 def signed(nonce: str):
@@ -94,84 +115,74 @@ def _refused(exercise_id, qid, seed, why) -> dict:
                       for t in question.tests]}
 
 
-def _fingerprint(exercise_id) -> dict:
-    """id() of every function and class (and method) the grading path can call, as loaded.
-
-    A learner's cell that rebinds one of them (`checks.run_question = ...`) changes an id.
-    Modules loaded later are not covered; _PRELOAD loads the ones the tests use."""
-    from . import exercise
-    prints = {}
-    modules = [m for name, m in list(sys.modules.items())
-               if name == "durable_lite" or name.startswith("durable_lite.")]
-    modules.append(sys.modules["builtins"])
-    for module in modules:
-        for name, value in list(vars(module).items()):
-            if isinstance(value, (types.FunctionType, types.BuiltinFunctionType, type)):
-                prints[f"{module.__name__}.{name}"] = id(value)
-                if isinstance(value, type) and module.__name__.startswith("durable_lite"):
-                    for attr, member in list(vars(value).items()):
-                        if isinstance(member, (types.FunctionType, property, staticmethod, classmethod)):
-                            prints[f"{module.__name__}.{name}.{attr}"] = id(member)
-    for q in exercise(exercise_id).questions.values():
-        for test in q.tests:
-            prints[f"test {q.id}: {test.name}"] = (id(test.fn), id(test.fn.__code__))
-    return prints
+def _unknown(value) -> str:
+    """What a value JSON cannot hold is written as: its type's name (str() could run code
+    the notebook wrote, after the last comparison)."""
+    return f"<{type(value).__name__}>"
 
 
-def _changed(exercise_id) -> list:
-    before = _BEGUN.get(exercise_id)
-    if before is None:
-        return ["the grader's first cell never ran"]
-    now = _fingerprint(exercise_id)
-    return sorted(name for name, value in before.items() if now.get(name) != value)
-
-
-# both sides ----------------------------------------------------------------------------
-def sign(payload: dict, secret: str) -> str:
-    text = json.dumps(payload, sort_keys=True, default=str)
-    mac = hmac.new(secret.encode(), text.encode(), hashlib.sha256).hexdigest()
-    return json.dumps({"payload": text, "mac": mac})
-
-
-def _nonce(secret: str) -> str:
-    """The key a result is kept under: derived from the secret, so it names nothing in advance."""
-    return hashlib.sha256(("nonce:" + secret).encode()).hexdigest()[:32]
+def _handlers() -> dict:
+    found = {}
+    for name in _HANDLED:
+        number = getattr(signal, name, None)
+        if number is not None:
+            found[name] = id(signal.getsignal(number))
+    return found
 
 
 # the grader's side ---------------------------------------------------------------------
-def begin_code(exercise_id: str) -> str:
-    """The grader's first cell: it leaves no name of its own in the notebook's namespace."""
-    return f"__import__('durable_lite.grading.protocol', fromlist=['begin']).begin({exercise_id!r})"
+_MODULE = "__import__('durable_lite.grading.protocol', fromlist=['protocol'])"
 
 
-def grading_request(exercise_id, qid, names, seed, secret, limit):
-    """(code, user_expressions) for one grading cell."""
-    code = (f"__import__('durable_lite.grading.protocol', fromlist=['grade']).grade(\n"
-            f"    {exercise_id!r}, {qid!r}, {list(names)!r}, seed={seed}, secret={secret!r}, "
+def begin_request(exercise_id: str):
+    """(code, user_expressions) for the grader's first cell: it leaves no name of its own in
+    the notebook's namespace, and its reply carries the key (`key`)."""
+    return "# the grader's first cell", {"key": f"{_MODULE}.begin({exercise_id!r})"}
+
+
+def key_of(reply_content: dict):
+    """(key, None) from the first cell's reply, else (None, why)."""
+    expr = (reply_content.get("user_expressions") or {}).get("key") or {}
+    if expr.get("status") != "ok":
+        return None, f"{expr.get('ename', 'no reply')}: {expr.get('evalue', '')}".strip(": ")
+    import ast
+    try:
+        key = ast.literal_eval(expr.get("data", {}).get("text/plain", "None"))
+        return bytes.fromhex(key), None
+    except (ValueError, SyntaxError, TypeError):
+        return None, "its reply was not a key"
+
+
+def grading_request(exercise_id, qid, names, seed, nonce, limit):
+    """(code, user_expressions) for one grading cell. Nothing in it is secret: the nonce only
+    names this cell's result (and is signed with it, so no other result can stand in)."""
+    code = (f"{_MODULE}.grade(\n"
+            f"    {exercise_id!r}, {qid!r}, {list(names)!r}, seed={seed}, nonce={nonce!r}, "
             f"limit={limit})")
-    expression = (f"__import__('durable_lite.grading.protocol', fromlist=['signed'])"
-                  f".signed({_nonce(secret)!r})")
-    return code, {"result": expression}
+    return code, {"result": f"{_MODULE}.signed({nonce!r})"}
 
 
-def verify(reply_content: dict, secret: str, exercise_id: str, qid: str, seed: int):
-    """(result dict, None) for an authentic result of this question, else (None, why)."""
+def verify(reply_content: dict, key: bytes, exercise_id: str, qid: str, seed: int, nonce: str):
+    """(result dict, what the watch saw, None) for an authentic result of this question and
+    cell, else (None, [], why)."""
+    import ast
+    import hashlib
+    import hmac
     expr = (reply_content.get("user_expressions") or {}).get("result") or {}
     if expr.get("status") != "ok":
-        return None, "no result came back"
-    import ast
+        return None, [], "no result came back"
     try:
         envelope = ast.literal_eval(expr.get("data", {}).get("text/plain", "None"))
         if envelope is None:
-            return None, "no result came back"
-        envelope = json.loads(envelope)
-        text, mac = envelope["payload"], envelope["mac"]
-    except (ValueError, SyntaxError, KeyError, TypeError):
-        return None, "the result was not in the grader's format"
-    want = hmac.new(secret.encode(), text.encode(), hashlib.sha256).hexdigest()
+            return None, [], "no result came back"
+        text, seen, mac = envelope
+        signed_text = nonce + "\n" + text + "\n" + seen
+    except (ValueError, SyntaxError, TypeError):
+        return None, [], "the result was not in the grader's format"
+    want = hmac.new(key, signed_text.encode(), hashlib.sha256).hexdigest()
     if not hmac.compare_digest(want, str(mac)):
-        return None, "the result was not signed with this cell's secret"
+        return None, [], "the result was not signed with the grader's key for this cell"
     payload = json.loads(text)
     if (payload.get("exercise"), payload.get("question"), payload.get("seed")) != (exercise_id, qid, seed):
-        return None, "the result was for another question or seed"
-    return payload, None
+        return None, [], "the result was for another question or seed"
+    return payload, [line for line in seen.split("\n") if line], None

@@ -15,7 +15,7 @@ flat (`class/ana-01_naive_retry.ipynb`). The report folder gets:
 Notebooks are graded `jobs` at a time (default: one per CPU core). Each has its own time
 limit, so a notebook that hangs or kills its kernel costs that notebook's time, never
 another's score. After every notebook the shared files a notebook could change to reach
-another (isolation.Guard) are checked; if one changed, it is put back, and every notebook
+another (guard.Guard) are checked; if one changed, it is put back, and every notebook
 that was running since the last clean check is graded again, alone, afterwards: the one
 that changes them again is marked tampered, the others keep their clean scores.
 """
@@ -144,7 +144,7 @@ def report(submissions, out, jobs: Optional[int] = None, timeout: float = DEFAUL
     from . import EXERCISES
     from .generate import default_root
     from .grader import grader_copy
-    from .isolation import Guard
+    from .isolation import start_guard
 
     started = time.monotonic()
     out = Path(out)
@@ -158,7 +158,7 @@ def report(submissions, out, jobs: Optional[int] = None, timeout: float = DEFAUL
             grader_copy(exercise_id, course_root)
         except FileNotFoundError:
             pass
-    guard = Guard(course_root)
+    guard = start_guard(course_root)
     lock = threading.Lock()
     running, suspects, warnings = set(), set(), []
     state = {"last_clean": time.monotonic()}
@@ -191,11 +191,15 @@ def report(submissions, out, jobs: Optional[int] = None, timeout: float = DEFAUL
             g = future.result()
             _advance(bar, g)
     again = [g for g in graded if id(g) in suspects]
-    for g in again:                             # alone this time, each with its own guard
+    for g in again:                  # alone this time, the guard checked after each
         if bar is not None:
             bar.set_postfix_str(f"again, alone: {g.path.name}")
-        g.score = grade_notebook(g.path, timeout=timeout, seed=seed, course_root=course_root)
+        g.score = grade_notebook(g.path, timeout=timeout, seed=seed, course_root=course_root,
+                                 guard=guard)
         g.regraded = True
+        changed = check_guard(guard, out / "tampered-files")
+        if changed:
+            mark_tampered(g.score, changed)
         if g.score.disturbed:
             mark_tampered(g.score, g.score.disturbed)
     if bar is not None:
