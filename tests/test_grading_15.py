@@ -696,10 +696,59 @@ def test_a_notebook_with_q1_untouched_and_a_late_reply_taken_for_an_answer(tmp_p
     assert statuses(score) == {"q1": "not attempted", "q2": "failed"}, score.report()
     assert score.notes == [] and not score.tampered
     q2 = [t["status"] for t in score.question("q2")["tests"]]
-    assert q2 == ["passed"] * DEADLINE + ["failed"] + ["passed"] * (7 - DEADLINE), score.report()
+    assert q2 == ["passed"] * DEADLINE + ["failed"] + ["passed"] * (7 - DEADLINE), \
+        [(t["name"][:40], t["message"]) for t in score.question("q2")["tests"]]
+
+
+# the crash points ----------------------------------------------------------------------------------
+def test_a_crash_right_after_the_answer_finds_the_answer_saved(tmp_path):
+    """LangGraph saves an answer to an interrupt in the background, like a task's result. A
+    port with no task between its interrupt and its next step, killed just before that step
+    while saves are slow, must still find the answer when a fresh process resumes it: the
+    crash point waits for the answer's save, as it does for results (langgraph_faults)."""
+    from durable_lite.engines.langgraph_worker import start_worker
+    from durable_lite.faults import CrashAt
+    module = f"learner_{secrets.token_hex(4)}"
+    (tmp_path / f"{module}.py").write_text(ex15.LANGGRAPH_PREAMBLE + textwrap.dedent(WRONG_Q2),
+                                           encoding="utf-8")
+    where = {"imports": [module], "python_path": [str(tmp_path)]}
+    path, entrypoint = tmp_path / "langgraph.sqlite", f"{module}.renew_subscription"
+    started = start_worker(path, entrypoint, "t", **where, start={
+        "folder": str(tmp_path / "world"), "sub_id": "K-1", "price": 3, "deadline": 86400})
+    assert started.result()["status"] == "waiting"
+    answering = start_worker(path, entrypoint, "t", **where, answer={"cancel": True},
+                             crash=CrashAt("cancel", "before_step"), slow_saves=1.0)
+    answering.join()
+    assert answering.killed
+    resumed = start_worker(path, entrypoint, "t", **where, resume=True).result()
+    assert resumed["status"] == "completed", resumed
+    assert resumed["result"]["outcome"] == "cancelled"
 
 
 # nothing is left behind ------------------------------------------------------------------------------
+def test_a_check_stopped_by_its_time_limit_leaves_no_worker_behind(tmp_path):
+    """The grader gives each test 20 s; a port that waits for ever is stopped there, in the
+    middle of its runs: every worker the test started is killed with it."""
+    sys.path.insert(0, str(tmp_path))
+    try:
+        answer = make_port(tmp_path, "q1", temporal_port(
+            wait="await workflow.wait_condition(lambda: self.reply is not None)"))
+    finally:
+        sys.path.remove(str(tmp_path))
+    ex15.temporal_address()                    # the server is shared: only workers must go
+    part = checks.Exercise(EX.id, EX.title, EX.lesson)
+    part.question("q1", "", ["RenewSubscription"]).tests = [EX.questions["q1"].tests[SILENT]]
+    began = time.monotonic()
+    [result] = checks.run_question(part, "q1", [answer], seed=65, time_limit=6).tests
+    assert "took longer than 6 s" in result.message
+    assert time.monotonic() - began < 30
+    deadline = time.monotonic() + 30
+    while [p for p in _ours() if "temporal_worker" in p[1]] and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert [p for p in _ours() if "temporal_worker" in p[1]] == []
+
+
+
 def _ours():
     """Processes below this one that run a Temporal server or worker."""
     found = []

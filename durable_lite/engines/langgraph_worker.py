@@ -189,6 +189,7 @@ def _run(workflow, spec):
     if spec["start"] is not None:
         return "started", workflow.invoke(spec["start"], config, durability=durability)
     if spec["answer"] is not None:
+        langgraph_faults.answered(spec["answer"])    # a crash after it waits for its save
         return "answered", workflow.invoke(Command(resume=spec["answer"]), config,
                                            durability=durability)
     if langgraph_support.has_checkpoint(workflow, spec["thread_id"]):
