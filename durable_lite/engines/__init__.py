@@ -25,6 +25,9 @@ wheel load only when a module below that needs them is imported. Install them wi
     differences          what DBOS and Temporal do differently, recorded rather than skipped
     concepts             the port concept by concept, and the map to six engines
     killed               any workflow SIGKILLed and restarted, on durable_lite and on DBOS
+    killed_waiting       the same for a workflow that waits for a reply, on durable_lite,
+                         Temporal and LangGraph (exercise 15's checks)
+    renewal_durable_lite the workflow exercise 15 ports to Temporal and LangGraph
 """
 
 EXTRA = "pip install 'durable-lite[engines]'"

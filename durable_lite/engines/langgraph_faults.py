@@ -19,6 +19,10 @@ checkpoint file holds every result the workflow has been handed so far: what a f
 process will then find. Under durability="exit" nothing is saved before the run ends, so
 nothing is waited for. Without the wait (`arm(..., saver_path=None)`) a crash just after a
 task returned may lose its result: differences.py records that race, and a test shows it.
+An answer to an interrupt is saved the same way, in the background: a process that
+resumed a thread with Command(resume=...) says so (`answered(value)`), and its crash
+points wait for that answer too, so that a crash after the answer arrived finds it
+recorded.
 
 `arm(CrashAt(...), saver_path=...)` sets the crashes for this process (each fires once).
 The module also notes which tasks really ran here and which were served from the
@@ -32,7 +36,7 @@ from ..faults import AFTER_CHECKPOINT, AFTER_EFFECT, BEFORE_STEP, CrashPlan
 from . import langgraph_support
 
 _state = {"plan": CrashPlan(), "saver_path": None, "ran": [], "called": [], "replayed": [],
-          "returned": [], "save_timeout": 60.0}
+          "returned": [], "save_timeout": 60.0, "answers": []}
 
 
 def arm(*crashes, saver_path=None, save_timeout: float = 60.0) -> None:
@@ -47,6 +51,13 @@ def disarm() -> None:
     arm()
     for seen in ("ran", "called", "replayed", "returned"):
         _state[seen].clear()
+    _state["answers"].clear()
+
+
+def answered(value) -> None:
+    """This process resumes the thread with `value`, an answer to its interrupt (the crash
+    points wait until the saver holds it)."""
+    _state["answers"].append(value)
 
 
 def pending() -> int:
@@ -87,7 +98,9 @@ def _wait_until_saved(name, when) -> None:
         deadline = time.monotonic() + _state["save_timeout"]
         while True:
             saved = langgraph_support.saved_results(saver, thread_id)
-            if saver.get_tuple(thread) and all(v in saved for v in _state["returned"]):
+            answers = langgraph_support.saved_answers(saver, thread_id)
+            if saver.get_tuple(thread) and all(v in saved for v in _state["returned"]) and \
+                    all(a in answers for a in _state["answers"]):
                 return
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{when} of task {name!r}: the results before it were not "

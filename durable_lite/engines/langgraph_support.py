@@ -23,6 +23,7 @@ import sqlite3
 EXTRA = "pip install 'durable-lite[engines]' (langgraph, langgraph-checkpoint-sqlite)"
 DURABILITY_MODES = ("exit", "async", "sync")     # least to most durable, as LangGraph lists them
 RETURN = "__return__"                            # the channel a finished task's result is saved on
+RESUME = "__resume__"                            # ... and an interrupt's answer (Command(resume=...))
 
 
 def require():
@@ -117,6 +118,20 @@ def saved_results(saver, thread_id) -> list:
     values = []
     for item in saver.list(config(thread_id)):
         values += [value for _, channel, value in item.pending_writes or () if channel == RETURN]
+    return values
+
+
+def saved_answers(saver, thread_id) -> list:
+    """The answers to the thread's interrupts that the saver holds now. A Command(resume=...)
+    is saved as soon as the run starts, as a write of no task in particular (one that a
+    fresh process resuming the thread reads), and again with the interrupted task's writes
+    when the superstep ends (the list of answers that task has had)."""
+    values = []
+    for item in saver.list(config(thread_id)):
+        for task, channel, value in item.pending_writes or ():
+            if channel == RESUME:
+                anonymous = not set(task) - {"0", "-"}
+                values += [value] if anonymous or not isinstance(value, list) else value
     return values
 
 

@@ -94,7 +94,7 @@ class Worker:
 
 def start_worker(path, workflow, thread_id, *, start=None, resume=False, answer=None,
                  restart_with=None, durability="sync", crash=None, wait_for_saves=True,
-                 slow_saves=0.0, imports=(), python_path=()) -> Worker:
+                 slow_saves=0.0, imports=(), python_path=(), env=None) -> Worker:
     """Start a worker process (see the module docstring).
 
     path:        the SqliteSaver file
@@ -109,6 +109,8 @@ def start_worker(path, workflow, thread_id, *, start=None, resume=False, answer=
     wait_for_saves: False: crash without first waiting for LangGraph's background saves
                  (see langgraph_faults.py), which makes the crash race them
     slow_saves:  seconds each background save of a task result takes (a slow disk)
+    env:         more environment variables, set in the process before it imports anything
+                 of `imports` (e.g. a check's moved wall clock)
     """
     actions = [start is not None, bool(resume), answer is not None]
     if sum(actions) != 1:
@@ -123,7 +125,7 @@ def start_worker(path, workflow, thread_id, *, start=None, resume=False, answer=
             "restart_with": restart_with, "durability": durability,
             "crash": None if crash is None else [crash.step, crash.when],
             "wait_for_saves": wait_for_saves, "slow_saves": slow_saves, "folder": folder, "imports": list(imports),
-            "python_path": [os.fspath(p) for p in python_path]}
+            "python_path": [os.fspath(p) for p in python_path], "env": dict(env or {})}
     process = _context().Process(target=_main, args=(spec,), name=f"langgraph-{thread_id}")
     process.start()
     return Worker(process, folder, thread_id)
@@ -152,6 +154,7 @@ def _main(spec):
                   os.O_WRONLY | os.O_CREAT | os.O_APPEND)
     os.dup2(log, 1)               # nothing a worker prints may reach a notebook cell
     os.dup2(log, 2)
+    os.environ.update(spec.get("env") or {})
     sys.path[:0] = spec["python_path"]
     for module in spec["imports"]:
         _module(module)
@@ -186,6 +189,7 @@ def _run(workflow, spec):
     if spec["start"] is not None:
         return "started", workflow.invoke(spec["start"], config, durability=durability)
     if spec["answer"] is not None:
+        langgraph_faults.answered(spec["answer"])    # a crash after it waits for its save
         return "answered", workflow.invoke(Command(resume=spec["answer"]), config,
                                            durability=durability)
     if langgraph_support.has_checkpoint(workflow, spec["thread_id"]):

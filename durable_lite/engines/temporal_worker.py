@@ -141,7 +141,8 @@ class Worker:
 
 
 def start_worker(address, name, *, task_queue=TASK_QUEUE, start=(), wait_for=(), crash=None,
-                 hold=None, linger=0.0, timeout=60.0, imports=(), python_path=()) -> Worker:
+                 hold=None, linger=0.0, timeout=60.0, imports=(), python_path=(),
+                 env=None, course_modules=True) -> Worker:
     """Start a Temporal worker process (see the module docstring).
 
     start:    [(workflow name, workflow id, args, options)]; options may hold
@@ -153,6 +154,9 @@ def start_worker(address, name, *, task_queue=TASK_QUEUE, start=(), wait_for=(),
               (@activity.defn functions) this worker registers; python_path: folders to
               put on its sys.path first (e.g. where a learner's port is)
     timeout:  seconds to wait for each workflow before reporting it unfinished
+    env:      more environment variables for the process (e.g. a check's moved wall clock)
+    course_modules: False registers only `imports`, not the course's MODULES (each
+              workflow class costs the worker a sandbox check when it starts)
     """
     folder = tempfile.mkdtemp(prefix=f"dl-tworker-{name}-")
     atexit.register(shutil.rmtree, folder, True)
@@ -161,6 +165,7 @@ def start_worker(address, name, *, task_queue=TASK_QUEUE, start=(), wait_for=(),
             "crash": None if crash is None else [crash.step, crash.when],
             "hold": None if hold is None else [hold.step, hold.when],
             "linger": linger, "timeout": timeout, "imports": list(imports),
+            "modules": list(MODULES) if course_modules else [],
             "python_path": [os.fspath(p) for p in python_path]}
     with open(os.path.join(folder, "spec.json"), "w", encoding="utf-8") as f:
         json.dump(spec, f)
@@ -169,7 +174,7 @@ def start_worker(address, name, *, task_queue=TASK_QUEUE, start=(), wait_for=(),
         process = subprocess.Popen(
             [sys.executable, "-m", "durable_lite.engines.temporal_worker", folder],
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-            preexec_fn=_dies_with_this_thread())
+            env={**os.environ, **env} if env else None, preexec_fn=_dies_with_this_thread())
     finally:
         log.close()
     return Worker(process, folder, name)
@@ -194,7 +199,7 @@ async def _serve(spec) -> dict:
     from temporalio.worker import Worker as TemporalWorker
 
     from .temporal_support import connect
-    workflows, activities = registered(list(MODULES) + spec["imports"])
+    workflows, activities = registered(spec.get("modules", list(MODULES)) + spec["imports"])
     client = await connect(spec["address"], identity=spec["name"])
     with ThreadPoolExecutor(max_workers=8) as pool:
         worker = TemporalWorker(client, task_queue=spec["task_queue"], workflows=workflows,
