@@ -164,6 +164,7 @@ def test_a_startup_file_written_by_one_notebook_does_not_reach_the_next(tmp_path
     assert not second.tampered and second.note is None
 
 
+@pytest.mark.alone
 def test_a_file_dropped_into_the_package_or_site_packages_is_removed(tmp_path):
     import site
     import durable_lite
@@ -314,6 +315,7 @@ def checks_cache():
         CHECKS_CACHE.write_bytes(before)
 
 
+@pytest.mark.alone
 def test_a_planted_bytecode_cache_is_put_back_and_reaches_no_later_notebook(tmp_path, checks_cache):
     before = checks_cache.read_bytes() if checks_cache.exists() else None
     # Written by a process the answer starts, which nothing inside the kernel can watch.
@@ -333,6 +335,7 @@ subprocess.run([sys.executable, "-c", {PLANT_CACHE!r} + "plant(" + repr({str(che
     assert not second.tampered, second.report()
 
 
+@pytest.mark.alone
 def test_a_cache_planted_before_grading_began_is_not_read_by_the_kernel(tmp_path, checks_cache):
     namespace = {}
     exec(PLANT_CACHE, namespace)
@@ -341,6 +344,7 @@ def test_a_cache_planted_before_grading_began_is_not_read_by_the_kernel(tmp_path
     zero_everywhere(score)
 
 
+@pytest.mark.alone
 def test_a_file_that_cannot_be_put_back_stops_the_batch(tmp_path):
     """A changed module the guard does not keep a copy of (anything in site-packages beyond
     its top-level files) is found, and no later notebook is graded against it."""

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from durable_lite.grading import exercise
 from durable_lite.grading.report import COLUMNS, find_notebooks, report
 
@@ -64,6 +66,7 @@ def test_a_class_report_with_a_hanging_a_crashing_and_a_forging_notebook(tmp_pat
     assert "1 tampered, 2 stopped early; cases seed 99" in result.summary_line()
 
 
+@pytest.mark.alone
 def test_a_notebook_that_changes_shared_files_beside_others_is_found_and_the_others_regraded(tmp_path):
     planted = Path(site.getsitepackages()[0]) / "durable_lite_report_forged.pth"
     # Written by a process the answer starts: the kernel's own watch would refuse the write
