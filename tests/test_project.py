@@ -67,7 +67,7 @@ def direct_dependencies(*extras):
 
 
 def wanted_on(req, python_version):
-    """Does pip install `req` on this Python? (pgserver: only below 3.13, by its marker)"""
+    """Does pip install `req` on this Python? (sqlean.py: only from 3.12, by its marker)"""
     return req.marker is None or req.marker.evaluate({"python_version": python_version})
 
 
@@ -370,10 +370,11 @@ def test_jupyterlab_does_not_outlive_a_killed_make_lab(tmp_path):
         process_support.stop(launcher.process)
 
 
-def test_a_lesson_that_runs_a_real_engine_is_skipped_only_where_the_engine_cannot_run():
-    """tests/conftest.py: lesson 14 (DBOS on SQLite and on Postgres) is skipped on a Python
-    that cannot run them (3.13: no pgserver wheel, SQLite too old for DBOS), with the
-    reason durable_lite.engines gives; no other lesson is affected."""
+def test_the_lessons_that_run_real_engines_are_found_and_fail_only_where_they_cannot_run():
+    """tests/conftest.py: lessons 14 and 15 (DBOS on SQLite and on Postgres; Temporal and
+    LangGraph) are found by what their cells import; where an engine cannot run they fail
+    before their first cell with the reason durable_lite.engines gives (never a skip); no
+    other lesson is affected."""
     import importlib.util
     spec = importlib.util.spec_from_file_location("suite_rules", os.path.join(ROOT, "tests", "conftest.py"))
     rules = importlib.util.module_from_spec(spec)
@@ -381,10 +382,11 @@ def test_a_lesson_that_runs_a_real_engine_is_skipped_only_where_the_engine_canno
     lessons = sorted(Path(ROOT, "notebooks").glob("*.ipynb"))
     flagged = {p.name for p in lessons if rules.uses_engines(p)}
     assert "14_graduating_to_a_real_engine.ipynb" in flagged
+    assert {p.name for p in lessons if p.name[:2] in ("14", "15")} <= flagged
     assert not {p.name for p in lessons if p.name[:2] <= "08"} & flagged
-    from durable_lite.engines import dbos_support, postgres
+    from durable_lite.engines import dbos_support, postgres, temporal_server
     why = rules.engines_unavailable()
-    runs_here = dbos_support.sqlite_usable()[0] and postgres.available()[0]
-    assert (why is None) == runs_here
+    checks = [dbos_support.sqlite_usable(), postgres.available(), temporal_server.available()]
+    assert (why is None) == all(ok for ok, _ in checks)
     if why is not None:
-        assert why in (dbos_support.sqlite_usable()[1], postgres.available()[1])
+        assert all(reason in why for ok, reason in checks if not ok)
