@@ -196,4 +196,60 @@ def cancel_subscription(folder, sub_id, unused):
     return {"subscription": sub_id, "cancellation": plan["record_id"],
             "refund_id": refund_id, "amount": unused}
 '''),
+    "15_port_to_temporal_and_langgraph": ("def renew_subscription", '''import time
+
+
+@task("customer")
+def customer(folder, sub_id):
+    return lookup_subscription(folder, sub_id)
+
+
+@task("notice")
+def notice(folder, to, subject):
+    return send_email(folder, to, subject)
+
+
+@task("cancel")
+def cancel(folder, sub_id, key):
+    return cancel_plan(folder, sub_id, idempotency_key=key)
+
+
+@task("charge")
+def charge(folder, sub_id, amount, key):
+    return charge_renewal(folder, sub_id, amount, idempotency_key=key)
+
+
+@task("receipt")
+def receipt(folder, to, subject):
+    return send_email(folder, to, subject)
+
+
+@task("clock")
+def clock():
+    return time.time()
+
+
+def idempotency_key(*parts):
+    return derive_key(get_config()["configurable"]["thread_id"], *parts)
+
+
+@entrypoint()
+def renew_subscription(inputs):
+    folder, sub_id, price = inputs["folder"], inputs["sub_id"], inputs["price"]
+    deadline = 2 * DAY                       # the run's own deadline ignored
+    sub = customer(folder, sub_id).result()
+    notice(folder, sub["email"], f"{sub_id} renews at {price}: reply within two days to cancel").result()
+    due = clock().result() + deadline
+    reply = interrupt({"waiting for": REPLY, "due": due})
+    if clock().result() > due:
+        reply = None
+    if reply is not None and reply["cancel"]:
+        plan = cancel(folder, sub_id, idempotency_key("cancel", sub_id)).result()
+        return {"subscription": sub_id, "outcome": "cancelled", "replied": True,
+                "cancellation": plan["record_id"]}
+    charged = charge(folder, sub_id, price, idempotency_key("charge", sub_id)).result()
+    receipt(folder, sub["email"], f"{sub_id} renewed: {price} charged ({charged['record_id']})").result()
+    return {"subscription": sub_id, "outcome": "renewed", "replied": reply is not None,
+            "charge": charged["record_id"], "amount": price}
+'''),
 }
