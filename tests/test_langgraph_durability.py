@@ -1,9 +1,9 @@
 """What LangGraph's three durability modes change, measured on lesson 01's refund: killed by
 SIGKILL at every step and crash point (keyed and not), resumed by a fresh process.
 
-- "sync" and "async" leave the same rows at every point (sync's are all in
-  test_langgraph_parity.py, beside durable_lite's): each finished task's result is saved
-  on a background thread in both ("sync" waits only for the end of a superstep, and an
+- "sync" and "async" leave the same rows at every point (sync's are in the four-engine
+  table and test_langgraph_parity.py, beside durable_lite's): each finished task's result
+  is saved on a background thread in both ("sync" waits only for the end of a superstep, and an
   entrypoint's body is one), and the crash points wait for that save.
 - "exit" saves nothing before the run ends: every kill leaves a thread with no checkpoint,
   the resume starts over from the input, and every effect the first process reached

@@ -74,7 +74,7 @@ def test_the_committed_table_the_lesson_reads_equals_the_measured_one(measured):
 # the rule, the registry and the picture (no engine needed) ----------------------------------
 def test_the_rule_for_durable_lite_is_lesson_03s_window():
     """Only the effect whose window the kill fell in happens twice; a key turns the second
-    request into the first one's receipt (the numbers of test_temporal_parity.py)."""
+    request into the first one's receipt (the numbers the lessons teach)."""
     for step, when, keyed in ct.CASES:
         cell = ct.expected((step, when, keyed), "durable_lite")
         again = when == AFTER_EFFECT

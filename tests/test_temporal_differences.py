@@ -2,7 +2,7 @@
 Temporal server (the session's), and the registry (differences.TEMPORAL) checked to be
 complete: every entry has its evidence test, every test here has its entry.
 
-The crash table (test_temporal_parity.py) found no difference: lesson 01's refund killed
+The crash table (test_parity_four_engines.py, test_temporal_parity.py) found no difference: lesson 01's refund killed
 at each crash point leaves the same ledgers on both engines.
 """
 

@@ -126,7 +126,8 @@ def table():
 # Checked against the Temporal Python SDK 1.35 (its docs and source) and a dev server of the
 # Temporal CLI 1.9 (Server 1.32), run here. Evidence tests live in test_temporal_*.py; the
 # crash table itself (lesson 01's refund killed at each crash point, keyed and not) agrees
-# with durable_lite's case for case (test_temporal_parity.py), so it has no entry here.
+# with durable_lite's case for case (test_parity_four_engines.py, test_temporal_parity.py),
+# so it has no entry here.
 @dataclass(frozen=True)
 class TemporalDifference:
     key: str
