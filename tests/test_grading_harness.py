@@ -140,3 +140,26 @@ def test_a_limit_inside_a_tests_limit_stops_its_call_and_leaves_the_outer_deadli
             with time_limit(5, _Inner):
                 _spin(2)
     assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+
+
+def test_the_guard_leaves_out_only_a_site_packages_no_kernel_can_import_from():
+    """A venv's Python does not import from the site-packages of the Python it was made
+    from; that folder (inside the standard library's) is not scanned, and every folder a
+    kernel imports from still is."""
+    import os
+    import site
+    import sys
+    import sysconfig
+    from durable_lite.grading import guard
+
+    roots = guard._import_roots()
+    on_path = {os.path.realpath(p or os.getcwd()) for p in sys.path}
+    left_out = {folder for kind, folder in roots if kind == "unreachable"}
+    assert not left_out & on_path
+    base = os.path.realpath(os.path.join(sysconfig.get_paths()["stdlib"], "site-packages"))
+    if sys.prefix != sys.base_prefix and os.path.isdir(base) and base not in on_path:
+        assert base in left_out
+    watched = guard.scan(roots)
+    venv_site = os.path.realpath(site.getsitepackages()[0])
+    assert any(path.startswith(venv_site + os.sep) for path in watched)
+    assert not any(path.startswith(folder + os.sep) for folder in left_out for path in watched)

@@ -13,7 +13,7 @@ with the source's mtime and size, is loaded as if it were `checks.py`.
 - *kept* files (the package's sources, `.pth`, `sitecustomize`, the top-level modules of
   site-packages, Jupyter and IPython config, the course's exercises and solutions, the
   venv's `pyvenv.cfg`) are kept whole, compared by content and written back;
-- every other file below an import root — about 80,000 in this course's environment — is
+- every other file below an import root — about 24,000 in this course's environment — is
   compared by size, mtime, ctime and inode. The ctime is the witness: `os.utime` can set a
   file's mtime back, but every write moves its ctime to now.
 
@@ -134,10 +134,20 @@ def _import_roots() -> list:
     outermost = [d for d in sorted(whole)
                  if not any(d.startswith(other + os.sep) for other in whole)]
     roots = [("whole", d) for d in outermost]
+    on_path = {os.path.realpath(entry or os.getcwd()) for entry in sys.path}
     for entry in sys.path:
         folder = os.path.realpath(entry or os.getcwd())
         if os.path.isdir(folder) and folder not in whole:
             roots.append(("path", folder))
+    # A virtual environment's interpreter does not import from the site-packages of the
+    # Python it was made from (pyvenv.cfg: include-system-site-packages = false), although
+    # that folder sits inside the standard library's: tens of thousands of files no kernel
+    # can reach, left out of every scan.
+    for root in outermost:
+        for name in ("site-packages", "dist-packages"):
+            folder = os.path.join(root, name)
+            if os.path.isdir(folder) and folder not in on_path:
+                roots.append(("unreachable", folder))
     return roots
 
 
@@ -153,9 +163,12 @@ def scan(roots, listings=None) -> dict:
     out = {}
     for path in {sys.executable, os.path.realpath(sys.executable)}:
         out[path] = _stat(path)
+    unreachable = {root for kind, root in roots if kind == "unreachable"}
     for kind, root in roots:
         if kind == "whole":
-            _walk(root, out, listings)
+            _walk(root, out, listings, unreachable)
+            continue
+        if kind == "unreachable":
             continue
         for name, is_dir in _entries(root, listings):
             path = os.path.join(root, name)
@@ -183,12 +196,12 @@ def _entries(folder, listings) -> list:
     return entries
 
 
-def _walk(folder, out, listings) -> None:
+def _walk(folder, out, listings, unreachable=frozenset()) -> None:
     for name, is_dir in _entries(folder, listings):
         path = folder + os.sep + name
         if is_dir:
-            if name not in INERT_FOLDERS:
-                _walk(path, out, listings)
+            if name not in INERT_FOLDERS and path not in unreachable:
+                _walk(path, out, listings, unreachable)
         elif not name.endswith(INERT_SUFFIXES):
             out[path] = _stat(path)
 
