@@ -46,6 +46,10 @@ import time
 from ..faults import CrashAt
 
 PATIENCE = 12.0          # seconds a worker waits for a run to end before it reports
+# Seconds a worker may take to start its run: the wait ends as soon as the run exists, so
+# only a worker that never starts it waits this long (a busy laptop's Python can take tens
+# of seconds to import an engine and connect).
+STARTUP = 120.0
 
 
 # durable_lite ---------------------------------------------------------------------------
@@ -139,12 +143,12 @@ def on_temporal(address: str, workflow: str, args, *, workflow_id: str, signal: 
         if reply is not None:
             _deliver(address, workflow_id, signal, reply, machine_a, after_step, reply_after,
                      patience)
-        report = _report_of(machine_a, patience + reply_after + 60)
+        report = _report_of(machine_a, patience + reply_after + STARTUP)
         killed, replayed = machine_a.killed, []
         if report is None and killed:
             replayed = _completed(_history(address, workflow_id))
             machine_b = launch(address, "machine-b", wait_for=[workflow_id], env=restart_env)
-            report = _report_of(machine_b, patience + 60)
+            report = _report_of(machine_b, patience + STARTUP)
         if report is None:
             log = (started[-1].log() or "").strip().splitlines()
             return {"killed": killed, "status": None, "result": None, "replayed": replayed,
@@ -179,25 +183,28 @@ def _report_of(worker, timeout):
 def _deliver(address, workflow_id, signal, reply, worker, after_step, delay, patience) -> None:
     """Send the reply once the run exists; with `after_step`, `delay` s after that activity
     completed (or the run started a timer: it waits). Sent at once if the run ended or
-    its worker died first, and after `patience` s at the latest."""
+    its worker died first, and `patience` s after the run started at the latest."""
     from . import temporal_support
-    give_up = time.monotonic() + patience
+    no_start_after = time.monotonic() + STARTUP
+    give_up = None                                  # set when the run is first seen
     while True:
         events = _history(address, workflow_id, missing_ok=True)
         if events is None:
             if not worker.alive:
                 return                              # it never started the run
-        elif after_step is None or not worker.alive or _ended(events):
-            break
-        elif after_step in _completed(events) or any(e["type"] == "TimerStarted"
-                                                     for e in events):
-            time.sleep(delay)
-            break
-        if time.monotonic() > give_up:
-            if events is None:
-                raise TimeoutError(f"run {workflow_id!r} did not start within {patience:g} s "
+            if time.monotonic() > no_start_after:
+                raise TimeoutError(f"run {workflow_id!r} did not start within {STARTUP:g} s "
                                    "while its worker ran")
-            break
+        else:
+            give_up = give_up or time.monotonic() + patience
+            if after_step is None or not worker.alive or _ended(events):
+                break
+            if after_step in _completed(events) or any(e["type"] == "TimerStarted"
+                                                       for e in events):
+                time.sleep(delay)
+                break
+            if time.monotonic() > give_up:
+                break
         time.sleep(0.1)
     try:
         temporal_support.signal(address, workflow_id, signal, reply)
