@@ -163,3 +163,19 @@ def test_the_guard_leaves_out_only_a_site_packages_no_kernel_can_import_from():
     venv_site = os.path.realpath(site.getsitepackages()[0])
     assert any(path.startswith(venv_site + os.sep) for path in watched)
     assert not any(path.startswith(folder + os.sep) for folder in left_out for path in watched)
+
+
+def test_a_cache_python_is_still_writing_is_not_a_planted_file(tmp_path):
+    """Python writes a cache to "<name>.pyc.<number>" and renames it: another process
+    compiling a module while a notebook runs must not make that notebook look as if it
+    planted a file (it did, on a fresh clone's first run)."""
+    from durable_lite.grading import guard
+
+    cache = tmp_path / "__pycache__"
+    cache.mkdir()
+    (tmp_path / "mod.py").write_text("X = 1\n")
+    (cache / "mod.cpython-311.pyc.140234871").write_bytes(b"half written")
+    (cache / "mod.cpython-311.pyc").write_bytes(b"a cache")
+    seen = guard.scan([("whole", str(tmp_path))])
+    assert str(cache / "mod.cpython-311.pyc") in seen and str(tmp_path / "mod.py") in seen
+    assert not any(path.endswith(".140234871") for path in seen)

@@ -29,6 +29,7 @@ That folder is guarded too.
 """
 
 import os
+import re
 import site
 import subprocess
 import sys
@@ -46,6 +47,10 @@ INERT_SUFFIXES = (".pyi", ".rst", ".md", ".h", ".c", ".cpp", ".f90", ".mat", ".w
                   ".woff2", ".ttf", ".afm", ".png", ".svg", ".jpg", ".gif", ".ico", ".css",
                   ".html", ".map", ".decTest")
 INERT_FOLDERS = ("tests", "test")
+# Python writes a cache atomically: to "<name>.pyc.<number>", then renamed to "<name>.pyc".
+# Another process compiling a module while a notebook runs (the grader, a kernel beside it)
+# leaves such a file for an instant; no Python ever loads one, so it is not watched.
+CACHE_IN_FLIGHT = re.compile(r"\.pyc\.\d+$")
 
 
 class Guard:
@@ -202,7 +207,7 @@ def _walk(folder, out, listings, unreachable=frozenset()) -> None:
         if is_dir:
             if name not in INERT_FOLDERS and path not in unreachable:
                 _walk(path, out, listings, unreachable)
-        elif not name.endswith(INERT_SUFFIXES):
+        elif not name.endswith(INERT_SUFFIXES) and not CACHE_IN_FLIGHT.search(name):
             out[path] = _stat(path)
 
 
