@@ -25,7 +25,7 @@ from durable_lite.sim import travel_at, world_at
 
 from grading_support import failing_tests, statuses, with_code
 
-SEEDS = (1, 2, 3)           # a wrong answer must fail on each
+SEEDS = (1, 2)              # a wrong answer must fail on each (each seed draws other cases)
 RIGHT_SEEDS = (1, 2)        # a right one must pass on each (test_grading.py adds fresh ones)
 ONE_SEED = (1,)             # for right answers no drawn case can tell apart from the solution
 

@@ -16,7 +16,7 @@ import durable_lite as dl
 from durable_lite.examples import world_at
 from durable_lite.grading import checks, exercise
 
-SEEDS = (1, 2, 3)           # a wrong answer must fail on each
+SEEDS = (1, 2)              # a wrong answer must fail on each (each seed draws other cases)
 RIGHT_SEEDS = (1, 2)        # a right one must pass on each (test_grading.py adds fresh seeds)
 
 
