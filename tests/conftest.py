@@ -13,6 +13,7 @@ once. Which lessons need an engine is read from the notebooks (they import
 """
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -68,6 +69,14 @@ def pytest_collection_modifyitems(config, items):
 def pytest_runtest_setup(item):
     if item.get_closest_marker("engines_missing"):
         pytest.fail(item.config.stash[MISSING], pytrace=False)
+
+
+def pytest_xdist_auto_num_workers(config):
+    """`make test` asks for `-n auto`: one worker more than the machine has cores (at most
+    4, by --maxprocesses). A good part of the suite waits rather than computes (a deadline
+    running out on a real server, a killed worker's timeout, JupyterLab starting), and a
+    worker more fills those waits on two cores."""
+    return (os.cpu_count() or 1) + 1
 
 
 def pytest_configure(config):
