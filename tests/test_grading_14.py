@@ -7,22 +7,35 @@ Wrong ports fail the test that names their mistake, and only the tests they shou
 ports written differently pass. One wrong notebook is graded end to end by the grader
 (test_grading.py grades the solution and the untouched exercise).
 
-The checks run real processes (DBOS workers, durable_lite children, SIGKILL), so these
-tests take a few minutes. The test install brings DBOS, a SQLite it can use and a Postgres
+The checks run real processes (DBOS workers, durable_lite children, SIGKILL), and most of
+their time is spent waiting (a DBOS.recv's deadline, a worker's start, a killed child). To
+keep the suite short, every check run the tests below read is declared as a job (a port,
+its question, a seed, the tests to run) and all of them run once, up front, four at a
+time (each case has folders, a system database and workflow ids of its own), but for the
+two whose tests read a real wait to a tenth of a second: they run alone, after. The few
+things the test process shares between them are taken one thread at a time (see
+`one_thread_at_a_time`). The test install brings DBOS, a SQLite it can use and a Postgres
 on every Python, so nothing here is skipped: a test shows the checks can run here, and
 another that where they cannot, they say so instead of scoring.
 
 Each property the checks' docstring lists has a wrong answer below that is right in
-everything but that property, and fails.
+everything but that property, and fails. A wrong answer is run on one seed: each seed
+draws fresh cases, and a second seed would prove nothing the first does not.
 """
 
 import ast
+import contextlib
 import importlib
+import os
 import re
 import secrets
 import subprocess
 import sys
 import textwrap
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 import pytest
 
@@ -45,6 +58,7 @@ def needs_dbos(test):
  KEYS) = range(7)
 # q2's tests, by the customer's answer
 YES, NO, SILENT, LATE = range(4)
+ANSWERS = {"q1": "cancel_subscription", "q2": "pause_subscription"}
 
 
 def test_the_checks_can_run_on_this_python():
@@ -83,6 +97,110 @@ def run(qid, answer, seed, only=None):
 
 def failed(results) -> set:
     return {n for n, t in results.items() if t.status != checks.PASSED}
+
+
+# the check runs the tests read, all run up front ----------------------------------------------
+@dataclass(frozen=True)
+class Job:
+    """One run(...) a test reads: `answer` is a port's source (saved as a module and
+    imported, its answer named as the question asks) or a function that gives the answer.
+    `alone`: its test reads a real wait to a tenth of a second, so it runs by itself, after
+    the others (four checks side by side on two busy cores stretch a 1 s wait to 1.5 s)."""
+    qid: str
+    answer: object
+    seed: int
+    only: tuple = None
+    alone: bool = False
+
+
+JOBS = {}          # label: Job, in the order the tests below declare them
+
+
+def job(label, qid, answer, seed, only=None, alone=False) -> str:
+    """Declare a check run for the tests to read as graded[label]; returns the label."""
+    assert label not in JOBS, label
+    JOBS[label] = Job(qid, answer, seed, None if only is None else tuple(only), alone)
+    return label
+
+
+@contextlib.contextmanager
+def one_thread_at_a_time():
+    """What the checks share in this process, taken by one thread at a time while they run
+    side by side (everything else a case uses is its own: folders, databases, workflow ids,
+    worker processes).
+
+    - The simulated world's cache (sim._worlds): q2 runs the original in this process, its
+      steps add worlds there, and each test's scratch folder, once done, walks the cache to
+      forget its worlds; a walk that meets another thread's insertion raises.
+    - A worker's exit status: multiprocessing reads it from a pipe, once; starting any
+      process polls every live child of the process, so another thread may read a worker's
+      status first, and the worker's own thread then sees an exit code of 255, not the
+      SIGKILL of its crash point. Waiting stays outside the lock; only the read is inside.
+    - sys.stdout and sys.stderr: each test swaps them for a sink while it runs; threads
+      that swap them in turn leave a sink behind, so they are put back afterwards."""
+    from multiprocessing import connection, popen_forkserver
+
+    from durable_lite import sim
+    from durable_lite.engines import subscription_durable_lite as subscriptions
+    from durable_lite.grading import harness
+
+    worlds, exits = threading.RLock(), threading.Lock()
+    world_at, forget_worlds, poll = sim.world_at, sim.forget_worlds, popen_forkserver.Popen.poll
+
+    def world_at_locked(folder, **options):
+        with worlds:
+            return world_at(folder, **options)
+
+    def forget_worlds_locked(folder):
+        with worlds:
+            forget_worlds(folder)
+
+    def poll_locked(self, flag=os.WNOHANG):
+        if flag != os.WNOHANG and self.returncode is None:
+            connection.wait([self.sentinel])          # block until it ends, unlocked
+        with exits:
+            return poll(self, os.WNOHANG)
+
+    streams = sys.stdout, sys.stderr
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(subscriptions, "world_at", world_at_locked)
+        patch.setattr(harness, "forget_worlds", forget_worlds_locked)
+        patch.setattr(popen_forkserver.Popen, "poll", poll_locked)
+        try:
+            yield
+        finally:
+            sys.stdout, sys.stderr = streams
+
+
+TIMES = {}         # seconds per job, and for them all ("all"), for whoever times the suite
+
+
+@pytest.fixture(scope="module")
+def graded(port):
+    """{label: {test number: TestResult}} for every job declared below: four at a time,
+    then those that must run alone, one after the other."""
+    answers = {label: port(j.answer, ANSWERS[j.qid]) if isinstance(j.answer, str) else j.answer()
+               for label, j in JOBS.items()}
+    # the q2 runs wait out real deadlines, and the runs of many tests take longest: first
+    def first(label):
+        j = JOBS[label]
+        return j.qid != "q2", -len(j.only or EX.questions[j.qid].tests)
+    order = sorted((label for label in JOBS if not JOBS[label].alone), key=first)
+
+    def grade(label):
+        j, began = JOBS[label], time.monotonic()
+        out = run(j.qid, answers[label], j.seed, j.only)
+        TIMES[label] = time.monotonic() - began
+        return label, out
+
+    began = time.monotonic()
+    if ex14.dbos_worker is not None:
+        ex14.dbos_worker.warm_up()          # one fork server, started before the threads
+    with one_thread_at_a_time(), ThreadPoolExecutor(max_workers=4) as pool:
+        results = dict(pool.map(grade, order))
+    results.update(grade(label) for label in JOBS if JOBS[label].alone)
+    TIMES["all"] = time.monotonic() - began
+    return results
 
 
 # q1: the ports -------------------------------------------------------------------------------
@@ -135,10 +253,12 @@ def cancel_subscription(folder, sub_id, unused):
 '''
 
 
+NO_KEYS = job("no keys", "q1", cancel_port(cancel_key="None", refund_key="None"), seed=12)
+
+
 @needs_dbos
-def test_a_port_without_keys_fails_the_keyed_windows_and_the_keys(port):
-    answer = port(cancel_port(cancel_key="None", refund_key="None"), "cancel_subscription")
-    results = run("q1", answer, seed=12)
+def test_a_port_without_keys_fails_the_keyed_windows_and_the_keys(graded):
+    results = graded[NO_KEYS]
     assert failed(results) == {CANCEL_WINDOW, REFUND_WINDOW, KEYS}
     message = results[REFUND_WINDOW].message
     assert "refunds paid 2 (the original's: 1)" in message
@@ -147,53 +267,66 @@ def test_a_port_without_keys_fails_the_keyed_windows_and_the_keys(port):
     assert "plan records 2 (the original's: 1)" in results[CANCEL_WINDOW].message
 
 
+FRESH_KEY = job("a refund key from uuid4()", "q1",
+                cancel_port(refund_key="derive_key(str(uuid.uuid4()), 'refund', sub_id)"),
+                seed=13, only=[REFUND_WINDOW, KEYS])
+
+
 @needs_dbos
-@pytest.mark.parametrize("seed", [13, 14])
-def test_a_key_made_fresh_on_every_attempt_pays_twice(port, seed):
-    answer = port(cancel_port(refund_key="derive_key(str(uuid.uuid4()), 'refund', sub_id)"),
-                  "cancel_subscription")
-    results = run("q1", answer, seed, only=[REFUND_WINDOW, KEYS])
+def test_a_key_made_fresh_on_every_attempt_pays_twice(graded):
+    results = graded[FRESH_KEY]
     assert failed(results) == {REFUND_WINDOW, KEYS}
     assert "refunds paid 2 (the original's: 1)" in results[REFUND_WINDOW].message
 
 
+STABLE_KEYS = {key: job(f"the stable refund key {key}", "q1", cancel_port(refund_key=key),
+                        seed=15, only=[REFUND_WINDOW, KEYS])
+               for key in ("derive_key('refund', sub_id)", "f'refund-{sub_id}'",
+                           "derive_key(DBOS.workflow_id, sub_id, 'refund')")}
+
+
 @needs_dbos
-@pytest.mark.parametrize("key", ["derive_key('refund', sub_id)", "f'refund-{sub_id}'",
-                                 "derive_key(DBOS.workflow_id, sub_id, 'refund')"])
-def test_a_stable_key_that_is_not_the_originals_fails_the_keys_only(port, key):
-    answer = port(cancel_port(refund_key=key), "cancel_subscription")
-    results = run("q1", answer, seed=15, only=[REFUND_WINDOW, KEYS])
+@pytest.mark.parametrize("key", list(STABLE_KEYS))
+def test_a_stable_key_that_is_not_the_originals_fails_the_keys_only(graded, key):
+    results = graded[STABLE_KEYS[key]]
     assert failed(results) == {KEYS}            # stable, so the window holds; but not the same key
     assert "different idempotency keys" in results[KEYS].message
     assert "workflow id" in results[KEYS].hint
 
 
+KEYED_GOODBYE = job("a keyed goodbye", "q1",
+                    cancel_port(goodbye_key="derive_key(DBOS.workflow_id, 'goodbye', sub_id)"),
+                    seed=16, only=[NO_CRASH, GOODBYE_WINDOW, KEYS])
+
+
 @needs_dbos
-@pytest.mark.parametrize("seed", [16, 17])
-def test_a_goodbye_email_given_a_key_sends_one_email_where_the_original_sends_two(port, seed):
-    answer = port(cancel_port(goodbye_key="derive_key(DBOS.workflow_id, 'goodbye', sub_id)"),
-                  "cancel_subscription")
-    results = run("q1", answer, seed, only=[NO_CRASH, GOODBYE_WINDOW, KEYS])
+def test_a_goodbye_email_given_a_key_sends_one_email_where_the_original_sends_two(graded):
+    results = graded[KEYED_GOODBYE]
     assert failed(results) == {GOODBYE_WINDOW}
     assert "emails 1 (the original's: 2)" in results[GOODBYE_WINDOW].message
     assert "window included" in results[GOODBYE_WINDOW].hint
 
 
+PLAIN_STEPS = job("plain DBOS.step", "q1",
+                  cancel_port(steps=STEPS.replace('@step("', '@DBOS.step(name="')),
+                  seed=18, only=[NO_CRASH, REFUND_WINDOW])
+
+
 @needs_dbos
-def test_steps_declared_with_plain_dbos_step_are_never_killed(port):
-    plain = STEPS.replace('@step("', '@DBOS.step(name="')
-    answer = port(cancel_port(steps=plain), "cancel_subscription")
-    results = run("q1", answer, seed=18, only=[NO_CRASH, REFUND_WINDOW])
+def test_steps_declared_with_plain_dbos_step_are_never_killed(graded):
+    results = graded[PLAIN_STEPS]
     assert failed(results) == {REFUND_WINDOW}
     assert "without ever reaching that point" in results[REFUND_WINDOW].message
     assert "dbos_faults" in results[REFUND_WINDOW].hint
 
 
+ALWAYS_REFUNDS = job("always refunds", "q1", cancel_port(refund_if="True"), seed=19,
+                     only=[NO_CRASH, NOTHING_TO_REFUND])
+
+
 @needs_dbos
-@pytest.mark.parametrize("seed", [19, 20])
-def test_a_port_that_always_refunds_fails_the_branch_with_nothing_to_refund(port, seed):
-    answer = port(cancel_port(refund_if="True"), "cancel_subscription")
-    results = run("q1", answer, seed, only=[NO_CRASH, NOTHING_TO_REFUND])
+def test_a_port_that_always_refunds_fails_the_branch_with_nothing_to_refund(graded):
+    results = graded[ALWAYS_REFUNDS]
     assert failed(results) == {NOTHING_TO_REFUND}
     assert "refunds paid 1 (the original's: 0)" in results[NOTHING_TO_REFUND].message
     # the hint comes from what was observed (a refund step the original did not run),
@@ -202,61 +335,81 @@ def test_a_port_that_always_refunds_fails_the_branch_with_nothing_to_refund(port
     assert "refund step where the original runs none" in hint and "key" not in hint
 
 
+NEVER_REFUNDS = job("never refunds", "q1", cancel_port(refund_if="False"), seed=32,
+                    only=[NO_CRASH, NOTHING_TO_REFUND])
+
+
 @needs_dbos
-def test_a_port_that_never_refunds_is_told_it_ran_no_refund_step(port):
-    answer = port(cancel_port(refund_if="False"), "cancel_subscription")
-    results = run("q1", answer, seed=32, only=[NO_CRASH, NOTHING_TO_REFUND])
+def test_a_port_that_never_refunds_is_told_it_ran_no_refund_step(graded):
+    results = graded[NEVER_REFUNDS]
     assert failed(results) == {NO_CRASH}
     assert "refunds paid 0 (the original's: 1)" in results[NO_CRASH].message
     assert "no refund step where the original ran one" in results[NO_CRASH].hint
 
 
+RENAMED_STEP = job("a step renamed", "q1",
+                   cancel_port(steps=STEPS.replace('@step("goodbye")', '@step("farewell")')),
+                   seed=33, only=[NO_CRASH, GOODBYE_WINDOW])
+
+
 @needs_dbos
-def test_a_step_renamed_fails_on_the_recorded_steps_and_is_never_killed_there(port):
-    answer = port(cancel_port(steps=STEPS.replace('@step("goodbye")', '@step("farewell")')),
-                  "cancel_subscription")
-    results = run("q1", answer, seed=33, only=[NO_CRASH, GOODBYE_WINDOW])
+def test_a_step_renamed_fails_on_the_recorded_steps_and_is_never_killed_there(graded):
+    results = graded[RENAMED_STEP]
     assert failed(results) == {NO_CRASH, GOODBYE_WINDOW}
     assert "'farewell'" in results[NO_CRASH].message and "by the end" in results[NO_CRASH].message
     assert "named as in the original" in results[NO_CRASH].hint
     assert "without ever reaching that point" in results[GOODBYE_WINDOW].message
 
 
+REFUND_FIRST = job("refunds before it cancels", "q1", cancel_port(order=("refund", "cancel")),
+                   seed=21, only=[NO_CRASH, CANCEL_WINDOW])
+
+
 @needs_dbos
-def test_a_port_that_refunds_before_it_cancels_fails_on_the_recorded_steps(port):
-    answer = port(cancel_port(order=("refund", "cancel")), "cancel_subscription")
-    results = run("q1", answer, seed=21, only=[NO_CRASH, CANCEL_WINDOW])
+def test_a_port_that_refunds_before_it_cancels_fails_on_the_recorded_steps(graded):
+    results = graded[REFUND_FIRST]
     assert failed(results) == {NO_CRASH, CANCEL_WINDOW}   # the same ledgers, another order
     assert "DBOS had recorded the steps ['lookup', 'refund']" in results[CANCEL_WINDOW].message
     assert "in another order" in results[NO_CRASH].hint
 
 
+LITERAL_IDS = job("a result with a fresh world's ids", "q1", cancel_port(
+    result='{"subscription": sub_id, "cancellation": "plans-1", "refund_id": "R-1", '
+           '"amount": unused}'), seed=22, only=[NO_CRASH])
+
+
 @needs_dbos
-@pytest.mark.parametrize("seed", [22, 23, 24])
-def test_a_result_with_the_ids_of_a_fresh_world_fails(port, seed):
-    literal = ('{"subscription": sub_id, "cancellation": "plans-1", "refund_id": "R-1", '
-               '"amount": unused}')
-    answer = port(cancel_port(result=literal), "cancel_subscription")
-    results = run("q1", answer, seed, only=[NO_CRASH])
+def test_a_result_with_the_ids_of_a_fresh_world_fails(graded):
+    results = graded[LITERAL_IDS]
     assert failed(results) == {NO_CRASH}
     assert "'cancellation': 'plans-1'" in results[NO_CRASH].message
 
 
+OTHER_SHAPE = job("a result of another shape", "q1",
+                  cancel_port(result='{"subscription": sub_id, "refund": refund_id}'),
+                  seed=25, only=[NO_CRASH])
+
+
 @needs_dbos
-def test_a_result_of_another_shape_fails(port):
-    answer = port(cancel_port(result='{"subscription": sub_id, "refund": refund_id}'),
-                  "cancel_subscription")
-    results = run("q1", answer, seed=25, only=[NO_CRASH])
+def test_a_result_of_another_shape_fails(graded):
+    results = graded[OTHER_SHAPE]
     assert failed(results) == {NO_CRASH}
     assert "your port returned" in results[NO_CRASH].message
 
 
-@needs_dbos
-def test_a_name_the_lesson_already_uses_fails_every_test(port):
+def _named_like_a_lesson_workflow():
     def answer(folder, sub_id, unused):
         return None
     answer.dbos_function_name = "refund"   # what @DBOS.workflow(name="refund") sets
-    results = run("q1", answer, seed=26)
+    return answer
+
+
+TAKEN_NAME = job("a name the lesson uses", "q1", _named_like_a_lesson_workflow, seed=26)
+
+
+@needs_dbos
+def test_a_name_the_lesson_already_uses_fails_every_test(graded):
+    results = graded[TAKEN_NAME]
     assert failed(results) == set(range(len(EX.questions["q1"].tests)))
     assert "'refund', which a workflow of the lesson already uses" in results[NO_CRASH].message
 
@@ -273,45 +426,65 @@ def test_the_names_taken_are_those_a_fresh_worker_registers():
     assert ex14._taken_names() == registered >= {"refund", "refund_with_approval"}
 
 
+STEP_IN_ANOTHER_CELL = job("a step left in another cell", "q1",
+                           cancel_port(steps=STEPS.replace("def goodbye", "def _goodbye")),
+                           seed=27, only=[NO_CRASH])
+
+
 @needs_dbos
-def test_a_step_left_in_another_cell_is_named(port):
-    answer = port(cancel_port(steps=STEPS.replace("def goodbye", "def _goodbye")),
-                  "cancel_subscription")
-    results = run("q1", answer, seed=27, only=[NO_CRASH])
+def test_a_step_left_in_another_cell_is_named(graded):
+    results = graded[STEP_IN_ANOTHER_CELL]
     assert failed(results) == {NO_CRASH}
     assert "NameError" in results[NO_CRASH].message
     assert "one cell" in results[NO_CRASH].hint
 
 
-def test_not_a_dbos_workflow_is_refused_with_a_hint(port):
-    import durable_lite as dl
-    from durable_lite.engines.subscription_durable_lite import cancel_subscription as original
+def _the_original():
+    from durable_lite.engines.subscription_durable_lite import cancel_subscription
+    return cancel_subscription
 
+
+def _plain():
     def plain(folder, sub_id, unused):
         return None
+    return plain
 
-    for answer, text in ((original, "durable_lite workflow"), (plain, "not a DBOS workflow"),
-                         (42, "but it is a int")):
-        results = run("q1", answer, seed=28, only=[NO_CRASH])
+
+NOT_DBOS = {text: job(f"not a DBOS workflow: {text}", "q1", answer, seed=28, only=[NO_CRASH])
+            for answer, text in ((_the_original, "durable_lite workflow"),
+                                 (_plain, "not a DBOS workflow"),
+                                 (lambda: 42, "but it is a int"))}
+
+
+def test_not_a_dbos_workflow_is_refused_with_a_hint(graded):
+    import durable_lite as dl
+
+    for text, label in NOT_DBOS.items():
+        results = graded[label]
         assert text in results[NO_CRASH].message
     assert dl is not None
 
 
-def test_an_untouched_answer_is_not_attempted():
-    results = run("q1", None, seed=29)
+UNTOUCHED = {qid: job(f"{qid} untouched", qid, lambda: None, seed=29) for qid in ("q1", "q2")}
+
+
+def test_an_untouched_answer_is_not_attempted(graded):
+    results = graded[UNTOUCHED["q1"]]
     assert {t.status for t in results.values()} == {checks.NOT_ATTEMPTED}
-    results = run("q2", None, seed=29)
+    results = graded[UNTOUCHED["q2"]]
     assert {t.status for t in results.values()} == {checks.NOT_ATTEMPTED}
 
 
-@needs_dbos
-def test_a_workflow_that_still_raises_not_implemented_is_not_attempted(port):
-    answer = port('''
+STUB = job("still raises NotImplementedError", "q1", '''
 @DBOS.workflow(name="WORKFLOW_NAME")
 def cancel_subscription(folder, sub_id, unused):
     raise NotImplementedError("port the workflow")
-''', "cancel_subscription")
-    results = run("q1", answer, seed=30, only=[NO_CRASH])
+''', seed=30, only=[NO_CRASH])
+
+
+@needs_dbos
+def test_a_workflow_that_still_raises_not_implemented_is_not_attempted(graded):
+    results = graded[STUB]
     assert results[NO_CRASH].status == checks.NOT_ATTEMPTED
 
 
@@ -398,17 +571,20 @@ def cancel_subscription(folder, sub_id, unused):
     return result
 '''
 
+KEYS_INSIDE = job("keys inside the steps", "q1", KEYS_IN_THE_STEPS, seed=41)
+HELPER = job("a key helper, keywords, no name", "q1", HELPER_AND_KEYWORDS, seed=42,
+             only=[NO_CRASH, NOTHING_TO_REFUND, REFUND_WINDOW, KEYS])
+
 
 @needs_dbos
-def test_a_port_with_its_keys_inside_the_steps_passes_every_test(port):
-    results = run("q1", port(KEYS_IN_THE_STEPS, "cancel_subscription"), seed=41)
+def test_a_port_with_its_keys_inside_the_steps_passes_every_test(graded):
+    results = graded[KEYS_INSIDE]
     assert failed(results) == set(), {n: t.message for n, t in results.items()}
 
 
 @needs_dbos
-def test_a_port_with_a_key_helper_keywords_and_no_name_passes(port):
-    results = run("q1", port(HELPER_AND_KEYWORDS, "cancel_subscription"), seed=42,
-                  only=[NO_CRASH, NOTHING_TO_REFUND, REFUND_WINDOW, KEYS])
+def test_a_port_with_a_key_helper_keywords_and_no_name_passes(graded):
+    results = graded[HELPER]
     assert failed(results) == set(), {n: t.message for n, t in results.items()}
 
 
@@ -458,20 +634,27 @@ def pause_subscription(folder, sub_id, deadline=2 * DAY):
 '''
 
 
+RIGHT_PAUSE = job("a right pause", "q2", pause_port(), seed=51)
+
+
 @needs_dbos
-def test_a_right_pause_passes_every_test(port):
-    results = run("q2", port(pause_port(), "pause_subscription"), seed=51)
+def test_a_right_pause_passes_every_test(graded):
+    results = graded[RIGHT_PAUSE]
     assert failed(results) == set(), {n: t.message for n, t in results.items()}
 
 
+ONE_SECOND = job("a one-second deadline", "q2",
+                 pause_port(wait="DBOS.recv(CONFIRM, timeout_seconds=1)"), seed=64,
+                 alone=True)
+
+
 @needs_dbos
-def test_a_hard_coded_one_second_deadline_fails(port):
+def test_a_hard_coded_one_second_deadline_fails(graded):
     """The answer a newcomer gave: DBOS.recv(CONFIRM, timeout_seconds=1), the constant the
     hint warns against. It hears a prompt answer, but gives up early on the long deadline
     (whatever is drawn: no constant lasts both of the silent test's deadlines) and misses
     a late answer."""
-    answer = port(pause_port(wait="DBOS.recv(CONFIRM, timeout_seconds=1)"), "pause_subscription")
-    results = run("q2", answer, seed=64)
+    results = graded[ONE_SECOND]
     assert failed(results) == {SILENT, LATE}
     assert re.search(r"your port's wait ended after 1\.[0-4] s, before the deadline",
                      results[SILENT].message), results[SILENT].message
@@ -479,78 +662,100 @@ def test_a_hard_coded_one_second_deadline_fails(port):
     assert re.search(r"ended after 1\.[0-4] s, before the answer came", results[LATE].message)
 
 
+LONGER_CONSTANT = job("a 3.9 s deadline", "q2",
+                      pause_port(wait="DBOS.recv(CONFIRM, timeout_seconds=3.9)"), seed=66,
+                      only=[SILENT], alone=True)
+
+
 @needs_dbos
-def test_a_hard_coded_longer_deadline_fails_the_silent_runs(port):
+def test_a_hard_coded_longer_deadline_fails_the_silent_runs(graded):
     """3.9 s lasts too long for the short deadline (at most 1.7 s, and 2 s of slack) and
     not long enough for the long one (at least 4.3 s): whichever run comes first fails."""
-    answer = port(pause_port(wait="DBOS.recv(CONFIRM, timeout_seconds=3.9)"),
-                  "pause_subscription")
-    results = run("q2", answer, seed=66, only=[SILENT])
+    results = graded[LONGER_CONSTANT]
     assert failed(results) == {SILENT}
     assert re.search(r"your port's wait lasted (3\.9|4\.[0-4]) s", results[SILENT].message), \
         results[SILENT].message
 
 
+TWO_DAYS = job("a two-day deadline", "q2",
+               pause_port(wait="DBOS.recv(CONFIRM, timeout_seconds=2 * DAY)"), seed=53,
+               only=[SILENT])
+
+
 @needs_dbos
-def test_a_wait_that_ignores_the_deadline_argument_fails_when_nobody_answers(port):
-    answer = port(pause_port(wait="DBOS.recv(CONFIRM, timeout_seconds=2 * DAY)"),
-                  "pause_subscription")
-    results = run("q2", answer, seed=53, only=[SILENT])
+def test_a_wait_that_ignores_the_deadline_argument_fails_when_nobody_answers(graded):
+    results = graded[TWO_DAYS]
     assert failed(results) == {SILENT}
     assert "later your port was still waiting" in results[SILENT].message
 
 
+OTHER_TOPIC = job("a wait on another topic", "q2",
+                  pause_port(wait='DBOS.recv("confirmation", timeout_seconds=deadline)'),
+                  seed=54, only=[YES, SILENT, LATE])
+
+
 @needs_dbos
-def test_a_wait_on_another_topic_never_hears_the_answer(port):
-    answer = port(pause_port(wait='DBOS.recv("confirmation", timeout_seconds=deadline)'),
-                  "pause_subscription")
-    results = run("q2", answer, seed=54, only=[YES, SILENT, LATE])
+def test_a_wait_on_another_topic_never_hears_the_answer(graded):
+    results = graded[OTHER_TOPIC]
     assert failed(results) == {YES, LATE}
     assert "still waiting" in results[YES].message and "topic" in results[YES].hint
 
 
+SLEEPS_FIRST = job("sleeps out the deadline, then looks", "q2",
+                   pause_port(before_wait="DBOS.sleep(deadline)",
+                              wait="DBOS.recv(CONFIRM, timeout_seconds=0)"),
+                   seed=55, only=[NO, SILENT])
+
+
 @needs_dbos
-def test_a_wait_that_sleeps_out_the_deadline_before_it_looks_fails_the_answers(port):
-    answer = port(pause_port(before_wait="DBOS.sleep(deadline)",
-                             wait="DBOS.recv(CONFIRM, timeout_seconds=0)"), "pause_subscription")
-    results = run("q2", answer, seed=55, only=[NO, SILENT])
+def test_a_wait_that_sleeps_out_the_deadline_before_it_looks_fails_the_answers(graded):
+    results = graded[SLEEPS_FIRST]
     assert failed(results) == {NO}                # right outcome, a day or two too late
     assert "still waiting" in results[NO].message
 
 
+NO_ANSWER_IS_NO = job("no answer taken for a no", "q2", pause_port(
+    no_answer="answer is None and False",
+    wait="DBOS.recv(CONFIRM, timeout_seconds=deadline) or {'pause': False}"),
+    seed=56, only=[NO, SILENT, LATE])
+
+
 @needs_dbos
-@pytest.mark.parametrize("seed", [56, 57])
-def test_no_answer_taken_for_a_no_fails(port, seed):
-    wait = "DBOS.recv(CONFIRM, timeout_seconds=deadline) or {'pause': False}"
-    answer = port(pause_port(no_answer="answer is None and False", wait=wait),
-                  "pause_subscription")
-    results = run("q2", answer, seed, only=[NO, SILENT, LATE])
+def test_no_answer_taken_for_a_no_fails(graded):
+    results = graded[NO_ANSWER_IS_NO]
     assert failed(results) == {SILENT}
     assert "'outcome': 'kept'" in results[SILENT].message
 
 
+ONE_MONTH = job("one month, whatever the answer", "q2", pause_port(months="1"), seed=58,
+                only=[YES])
+
+
 @needs_dbos
-@pytest.mark.parametrize("seed", [58, 59])
-def test_months_not_read_from_the_answer_fail(port, seed):
-    answer = port(pause_port(months="1"), "pause_subscription")
-    results = run("q2", answer, seed, only=[YES])
+def test_months_not_read_from_the_answer_fail(graded):
+    results = graded[ONE_MONTH]
     assert failed(results) == {YES}
 
 
+PAUSE_KEY = job("a pause key without the workflow id", "q2",
+                pause_port(key="derive_key('pause', sub_id)"), seed=60, only=[YES])
+
+
 @needs_dbos
-def test_a_pause_key_without_the_workflow_id_fails(port):
-    answer = port(pause_port(key="derive_key('pause', sub_id)"), "pause_subscription")
-    results = run("q2", answer, seed=60, only=[YES])
+def test_a_pause_key_without_the_workflow_id_fails(graded):
+    results = graded[PAUSE_KEY]
     assert failed(results) == {YES}
     assert "key" in results[YES].message
 
 
+EMAIL_OUTSIDE = job("an email sent outside a step", "q2", pause_port().replace(
+    '    ask(folder, sub["email"]', '    send_email(folder, sub["email"]'),     # no step
+    seed=63, only=[NO])
+
+
 @needs_dbos
-def test_an_email_sent_outside_a_step_fails_on_the_recorded_steps(port):
-    outside = pause_port().replace('    ask(folder, sub["email"]',
-                                   '    send_email(folder, sub["email"]')     # no step
-    answer = port(outside, "pause_subscription")
-    results = run("q2", answer, seed=63, only=[NO])
+def test_an_email_sent_outside_a_step_fails_on_the_recorded_steps(graded):
+    results = graded[EMAIL_OUTSIDE]
     assert failed(results) == {NO}
     assert "DBOS recorded the steps ['lookup', 'unchanged']" in results[NO].message
 
@@ -570,11 +775,12 @@ def pause_subscription(folder, sub_id, deadline=2 * DAY):
     unchanged(folder, email, sub_id + " stays active")
     return {"subscription": sub_id, "outcome": "kept" if reply else "no answer"}
 '''
+PAUSE_DIFFERENTLY = job("a pause written differently", "q2", PAUSE_WRITTEN_DIFFERENTLY, seed=61)
 
 
 @needs_dbos
-def test_a_pause_written_differently_passes(port):
-    results = run("q2", port(PAUSE_WRITTEN_DIFFERENTLY, "pause_subscription"), seed=61)
+def test_a_pause_written_differently_passes(graded):
+    results = graded[PAUSE_DIFFERENTLY]
     assert failed(results) == set(), {n: t.message for n, t in results.items()}
 
 
@@ -643,3 +849,14 @@ def test_where_dbos_cannot_use_sqlite_the_checks_run_on_a_throwaway_postgres(por
     finally:
         while ex14._postgres:
             ex14._postgres.pop().stop()
+
+
+def test_every_job_ran_and_what_the_runs_shared_is_put_back(graded):
+    from multiprocessing import popen_forkserver
+
+    from durable_lite import sim
+    from durable_lite.engines import subscription_durable_lite as subscriptions
+    from durable_lite.grading import harness
+    assert set(graded) == set(JOBS)
+    assert subscriptions.world_at is sim.world_at and harness.forget_worlds is sim.forget_worlds
+    assert popen_forkserver.Popen.poll.__module__ == "multiprocessing.popen_forkserver"
