@@ -439,6 +439,9 @@ class World:
 
 # one World per folder and process ------------------------------------------------------
 _worlds = {}
+# Threads share the table (a grader runs checks side by side): one looking for its world
+# while another forgets a folder's must not see the table change under it.
+_worlds_lock = threading.RLock()
 
 
 def world_at(folder, **options) -> World:
@@ -448,9 +451,10 @@ def world_at(folder, **options) -> World:
     """
     # A forked child opens its own: SQLite connections must not cross a fork.
     key = (os.fspath(folder), tuple(sorted(options.items())), os.getpid())
-    if key not in _worlds:
-        _worlds[key] = World(folder, **options)
-    return _worlds[key]
+    with _worlds_lock:
+        if key not in _worlds:
+            _worlds[key] = World(folder, **options)
+        return _worlds[key]
 
 
 def forget_worlds(folder) -> None:
@@ -458,8 +462,11 @@ def forget_worlds(folder) -> None:
     (before the folder is deleted, or to see it as a fresh process would)."""
     folder = os.fspath(folder)
     inside = folder.rstrip(os.sep) + os.sep
-    for key in [k for k in _worlds if k[0] == folder or str(k[0]).startswith(inside)]:
-        _worlds.pop(key).close()
+    with _worlds_lock:
+        gone = [_worlds.pop(k) for k in list(_worlds)
+                if k[0] == folder or str(k[0]).startswith(inside)]
+    for world in gone:
+        world.close()
 
 
 # A travel desk: effects that can be undone, and refusals that are final ----------------------

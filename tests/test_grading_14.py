@@ -24,7 +24,6 @@ draws fresh cases, and a second seed would prove nothing the first does not.
 """
 
 import ast
-import contextlib
 import importlib
 import os
 import re
@@ -32,7 +31,6 @@ import secrets
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -43,7 +41,7 @@ from durable_lite.grading import checks, exercise
 from durable_lite.grading.exercises import ex14_port_to_dbos as ex14
 from durable_lite.grading.grader import grade_notebook
 
-from grading_support import learner, statuses
+from grading_support import learner, one_thread_at_a_time, statuses
 
 EX = exercise("14_port_to_dbos")
 pytestmark = pytest.mark.crash
@@ -121,55 +119,6 @@ def job(label, qid, answer, seed, only=None, alone=False) -> str:
     assert label not in JOBS, label
     JOBS[label] = Job(qid, answer, seed, None if only is None else tuple(only), alone)
     return label
-
-
-@contextlib.contextmanager
-def one_thread_at_a_time():
-    """What the checks share in this process, taken by one thread at a time while they run
-    side by side (everything else a case uses is its own: folders, databases, workflow ids,
-    worker processes).
-
-    - The simulated world's cache (sim._worlds): q2 runs the original in this process, its
-      steps add worlds there, and each test's scratch folder, once done, walks the cache to
-      forget its worlds; a walk that meets another thread's insertion raises.
-    - A worker's exit status: multiprocessing reads it from a pipe, once; starting any
-      process polls every live child of the process, so another thread may read a worker's
-      status first, and the worker's own thread then sees an exit code of 255, not the
-      SIGKILL of its crash point. Waiting stays outside the lock; only the read is inside.
-    - sys.stdout and sys.stderr: each test swaps them for a sink while it runs; threads
-      that swap them in turn leave a sink behind, so they are put back afterwards."""
-    from multiprocessing import connection, popen_forkserver
-
-    from durable_lite import sim
-    from durable_lite.engines import subscription_durable_lite as subscriptions
-    from durable_lite.grading import harness
-
-    worlds, exits = threading.RLock(), threading.Lock()
-    world_at, forget_worlds, poll = sim.world_at, sim.forget_worlds, popen_forkserver.Popen.poll
-
-    def world_at_locked(folder, **options):
-        with worlds:
-            return world_at(folder, **options)
-
-    def forget_worlds_locked(folder):
-        with worlds:
-            forget_worlds(folder)
-
-    def poll_locked(self, flag=os.WNOHANG):
-        if flag != os.WNOHANG and self.returncode is None:
-            connection.wait([self.sentinel])          # block until it ends, unlocked
-        with exits:
-            return poll(self, os.WNOHANG)
-
-    streams = sys.stdout, sys.stderr
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(subscriptions, "world_at", world_at_locked)
-        patch.setattr(harness, "forget_worlds", forget_worlds_locked)
-        patch.setattr(popen_forkserver.Popen, "poll", poll_locked)
-        try:
-            yield
-        finally:
-            sys.stdout, sys.stderr = streams
 
 
 TIMES = {}         # seconds per job, and for them all ("all"), for whoever times the suite

@@ -32,7 +32,7 @@ from durable_lite.grading import checks, exercise
 from durable_lite.grading.exercises import ex15_port_to_temporal_and_langgraph as ex15
 from durable_lite.grading.grader import grade_notebook
 
-from grading_support import ROOT, learner, statuses
+from grading_support import ROOT, learner, one_thread_at_a_time, statuses
 
 EX = exercise("15_port_to_temporal_and_langgraph")
 pytestmark = pytest.mark.crash
@@ -464,7 +464,7 @@ def graded(tmp_path_factory):
 
     began = time.monotonic()
     try:
-        with ThreadPoolExecutor(max_workers=4) as pool:
+        with one_thread_at_a_time(), ThreadPoolExecutor(max_workers=4) as pool:
             results = dict(pool.map(grade, jobs))
         if os.environ.get("DL_EX15_DUMP"):          # every message and hint, to read them
             with open(os.environ["DL_EX15_DUMP"], "w", encoding="utf-8") as f:
