@@ -9,9 +9,11 @@ written out. Anything else (an open connection, a set of seen keys…) cannot cr
 process boundary, which is exactly the point: the fresh process starts without it.
 """
 
+import ast
 import builtins
 import importlib
 import inspect
+import linecache
 import textwrap
 import types
 
@@ -129,4 +131,33 @@ def _is_constant(value) -> bool:
         return all(_is_constant(v) for v in value)
     if isinstance(value, dict):
         return all(_is_constant(k) and _is_constant(v) for k, v in value.items())
+    return False
+
+
+# a whole answer cell, for the ports of exercises 14 and 15 -----------------------------------
+def cell_source(fn):
+    """The whole cell (or file) `fn` was defined in, as Python compiled it, or None if it
+    cannot be read. A port is more than one function (its steps, a class, helpers): the
+    check saves the whole answer cell as a module rather than copying names one by one."""
+    code = getattr(inspect.unwrap(fn), "__code__", None)
+    lines = linecache.getlines(code.co_filename) if code is not None else []
+    return "".join(lines) or None
+
+
+def defines(source: str, name: str) -> bool:
+    """Whether module `source` binds `name` at its top level (a def, a class, an
+    assignment). Source that does not parse counts as defining it: importing it reports
+    the syntax error, with its line."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return True
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \
+                and node.name == name:
+            return True
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+                return True
     return False

@@ -58,7 +58,6 @@ Properties a right q2 answer has, and the test whose fresh cases vary each:
 """
 
 import inspect
-import linecache
 import os
 import secrets
 import sqlite3
@@ -74,6 +73,7 @@ from ...sim import World
 from ...store import SQLiteStore
 from ..checks import Exercise, Fail, NotAttempted
 from ..harness import START, crash_label, scratch, step_names
+from ..portable import cell_source, defines
 
 # Loaded now, before any answer cell runs, so the grader's fingerprint of the grading code
 # in memory covers them too (protocol.py). Without DBOS installed, every check says so.
@@ -153,13 +153,12 @@ def _taken_names() -> set:
 
 def _cell_source(fn) -> str:
     """The whole cell (or file) the function was defined in, as Python compiled it."""
-    inner = inspect.unwrap(fn)
-    code = getattr(inner, "__code__", None)
-    lines = linecache.getlines(code.co_filename) if code is not None else []
-    if not lines:
-        raise Fail(f"the code that defines {getattr(inner, '__name__', fn)!r} cannot be read",
+    source = cell_source(fn)
+    if source is None:
+        raise Fail(f"the code that defines {getattr(inspect.unwrap(fn), '__name__', fn)!r} "
+                   "cannot be read",
                    "define the steps and the workflow with `def` in the answer cell, and run it")
-    return "".join(lines)
+    return source
 
 
 def answered(answer, name: str) -> str:
@@ -191,28 +190,12 @@ def save_port(answer, name: str, folder) -> str:
                    "process", "give it a name of its own: @DBOS.workflow(name=\"...\")")
     module = f"ex14_port_{secrets.token_hex(4)}"
     source = PREAMBLE + "\n\n# the answer cell\n" + _cell_source(answer)
-    if not _defines(source, name):
+    if not defines(source, name):
         raise Fail(f"the cell that defines the workflow does not define the name {name!r}",
                    f"name the workflow function {name}")
     with open(os.path.join(folder, module + ".py"), "w", encoding="utf-8") as f:
         f.write(source)
     return module
-
-
-def _defines(source, name) -> bool:
-    import ast
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return True              # the worker's import will report it, with its line
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
-            return True
-        if isinstance(node, (ast.Assign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            if any(isinstance(t, ast.Name) and t.id == name for t in targets):
-                return True
-    return False
 
 
 # the worlds ---------------------------------------------------------------------------------

@@ -84,9 +84,6 @@ A hint names what the test observed: which steps were recorded where the origina
 not, which ledger grew, which keys differed, what the server recorded as failing.
 """
 
-import ast
-import inspect
-import linecache
 import os
 import secrets
 import threading
@@ -98,6 +95,7 @@ from ...sim import World
 from .. import wall_clock
 from ..checks import Exercise, Fail, NotAttempted
 from ..harness import START, crash_label, scratch
+from ..portable import cell_source, defines
 
 # Loaded now, before any answer cell runs, so the grader's fingerprint of the grading code
 # in memory covers them too (protocol.py). Without the engines extra, every check says so.
@@ -214,12 +212,11 @@ def stop_server() -> None:
 # the learner's port, as a module a fresh process imports -----------------------------------
 def _cell_source(fn, name) -> str:
     """The whole cell (or file) the function was defined in, as Python compiled it."""
-    code = getattr(inspect.unwrap(fn), "__code__", None)
-    lines = linecache.getlines(code.co_filename) if code is not None else []
-    if not lines:
+    source = cell_source(fn)
+    if source is None:
         raise Fail(f"the code that defines {name} cannot be read",
                    "define the port with `def` and `class` in the answer cell, and run it")
-    return "".join(lines)
+    return source
 
 
 def temporal_answer(answer):
@@ -266,28 +263,12 @@ def save_port(source_of, name, preamble, folder, label) -> str:
     """Save the answer's cell below `preamble` as a module in `folder`; its module name."""
     module = f"ex15_{label}_{secrets.token_hex(4)}"
     source = preamble + "\n\n# the answer cell\n" + _cell_source(source_of, name)
-    if not _defines(source, name):
+    if not defines(source, name):
         raise Fail(f"the cell that defines the port does not define the name {name!r}",
                    f"name the port {name}")
     with open(os.path.join(folder, module + ".py"), "w", encoding="utf-8") as f:
         f.write(source)
     return module
-
-
-def _defines(source, name) -> bool:
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return True              # the worker's import will report it, with its line
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \
-                and node.name == name:
-            return True
-        if isinstance(node, (ast.Assign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            if any(isinstance(t, ast.Name) and t.id == name for t in targets):
-                return True
-    return False
 
 
 # the worlds ---------------------------------------------------------------------------------
