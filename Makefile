@@ -29,7 +29,7 @@ lab: $(STAMP)
 	@$(BIN)/python -m durable_lite.lab.launch --my-work $(MY_WORK) --log $(VENV)/jupyterlab.log $(if $(PORT),--port $(PORT))
 
 # Each test file (each notebook) runs whole on one worker, its tests in order; files are
-# shared among one worker more than the cores (at most 4; tests/conftest.py). The few
+# shared among two workers more than the cores (at most 4; tests/conftest.py). The few
 # attacks that plant files in the package or site-packages run afterwards, by themselves:
 # beside other grading they would be found by the other runs' guards too.
 test: $(STAMP)

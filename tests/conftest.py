@@ -72,11 +72,14 @@ def pytest_runtest_setup(item):
 
 
 def pytest_xdist_auto_num_workers(config):
-    """`make test` asks for `-n auto`: one worker more than the machine has cores (at most
-    4, by --maxprocesses). A good part of the suite waits rather than computes (a deadline
-    running out on a real server, a killed worker's timeout, JupyterLab starting), and a
-    worker more fills those waits on two cores."""
-    return (os.cpu_count() or 1) + 1
+    """`make test` asks for `-n auto`: two workers more than the machine has cores (at most
+    4, by --maxprocesses), or DURABLE_LITE_TEST_WORKERS if set. A good part of the suite
+    waits rather than computes (a deadline running out on a real server, a killed worker's
+    timeout, JupyterLab starting), and the extra workers fill those waits on two cores."""
+    chosen = os.environ.get("DURABLE_LITE_TEST_WORKERS", "").strip()
+    if chosen.isdigit() and int(chosen) > 0:
+        return int(chosen)
+    return (os.cpu_count() or 1) + 2
 
 
 def pytest_configure(config):
