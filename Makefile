@@ -29,11 +29,12 @@ lab: $(STAMP)
 	@$(BIN)/python -m durable_lite.lab.launch --my-work $(MY_WORK) --log $(VENV)/jupyterlab.log $(if $(PORT),--port $(PORT))
 
 # Each test file (each notebook) runs whole on one worker, its tests in order; files are
-# shared among two workers more than the cores (at most 4; tests/conftest.py). The few
-# attacks that plant files in the package or site-packages run afterwards, by themselves:
-# beside other grading they would be found by the other runs' guards too.
+# shared among two workers more than the cores (at most 4), the longest first
+# (tests/conftest.py). The few attacks that plant files in the package or site-packages
+# run afterwards, by themselves: beside other grading, the other runs' guards would find
+# them too.
 test: $(STAMP)
-	$(BIN)/python -m pytest -n auto --maxprocesses 4 --dist loadfile -m "not alone"
+	$(BIN)/python -m pytest -n auto --maxprocesses 4 --dist loadfile --no-loadscope-reorder -m "not alone"
 	$(BIN)/python -m pytest -m alone tests/test_grading_attacks.py tests/test_grading_report.py
 
 # The ladder of what a checkpoint costs, from a plain call to DBOS on a Postgres started

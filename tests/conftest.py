@@ -47,7 +47,37 @@ def uses_engines(notebook: Path) -> bool:
                for cell in cells)
 
 
+# The files that take longest, measured on two busy cores (`--durations`), longest first.
+# `make test` hands whole files to its workers in collection order (--dist loadfile
+# --no-loadscope-reorder), so these start at once instead of being left for the end, where
+# one worker would run a three-minute file while the others sit idle. Order only: no test
+# depends on it, and a file missing from the list keeps its place after them.
+LONGEST_FIRST = (
+    "tests/test_grading_15.py", "tests/test_grading.py", "tests/test_grading_14.py",
+    "tests/test_grading_report.py", "tests/browser/test_widgets_in_browser.py",
+    "tests/test_my_work.py", "tests/browser/test_saving.py",
+    "tests/browser/test_widget_details.py", "tests/test_grading_09.py",
+    "tests/test_grading_12.py", "tests/test_grading_properties_01_07.py",
+    "tests/test_grading_10.py", "tests/test_parity_four_engines.py",
+    "tests/test_grading_properties_08_13.py",
+    "notebooks/15_the_same_run_on_temporal_and_langgraph.ipynb", "tests/test_grading_11.py",
+    "tests/test_temporal_differences.py", "tests/test_langgraph_durability.py",
+    "tests/test_grading_alternatives.py", "tests/test_lesson_15_scenes.py",
+    "tests/test_dbos_two_machines.py", "tests/test_parity_refund_sweep.py",
+)
+
+
+def _longest_first(items) -> None:
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    seen = {}
+    for item in items:
+        seen.setdefault(item.nodeid.split("::")[0], len(seen))
+    items.sort(key=lambda item: (rank.get(item.nodeid.split("::")[0], len(rank)),
+                                 seen[item.nodeid.split("::")[0]]))
+
+
 def pytest_collection_modifyitems(config, items):
+    _longest_first(items)
     needs = {}
     for item in items:
         path = Path(str(item.fspath))
