@@ -19,6 +19,7 @@ and the last test proves it is stopped and no worker is left.
 import ast
 import importlib
 import os
+import re
 import secrets
 import sys
 import textwrap
@@ -537,7 +538,12 @@ def test_a_missing_branch_is_told_the_branch_differs(graded):
 
 def test_a_hard_coded_deadline_is_told_how_long_the_wait_lasted(graded):
     results = outcome(graded, "q1", "a hard-coded one-second deadline")
-    assert "your port's wait ended after 1." in results[SILENT].message, results[SILENT].message
+    # The wait is read off the server's history: at least the second the port waits, less
+    # than the drawn deadline; a busy machine's server fires a timer late (3.5 s seen at
+    # load 20, beside three other checks), so the figure itself is not pinned to 1 s.
+    said = re.search(r"your port's wait ended after ([\d.]+) s, before the deadline came "
+                     r"\(([\d.]+) s into the wait\)", results[SILENT].message)
+    assert said and 1.0 <= float(said[1]) < float(said[2]), results[SILENT].message
     assert "`deadline` argument" in results[SILENT].hint
     assert "before the reply came" in results[LATE].message + results[LATE].hint, results[LATE]
     lasted = outcome(graded, "q1", "a hard-coded 3.9 s deadline")[SILENT].message
