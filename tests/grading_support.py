@@ -290,3 +290,22 @@ def one_thread_at_a_time():
             yield
         finally:
             sys.stdout, sys.stderr = streams
+
+
+def run_tests(ex, qid, answer, seed, only=None) -> dict:
+    """Exercise `ex`'s tests of question `qid` (or only those numbered in `only`) on
+    `answer`, with the cases of `seed`: {test number: TestResult}."""
+    from durable_lite.grading import checks
+    question = ex.questions[qid]
+    numbers = list(range(len(question.tests))) if only is None else list(only)
+    part = checks.Exercise(ex.id, ex.title, ex.lesson)
+    part.question(qid, question.title, question.answers).tests = [question.tests[i]
+                                                                   for i in numbers]
+    result = checks.run_question(part, qid, [answer], seed=seed)
+    return dict(zip(numbers, result.tests))
+
+
+def failed(results) -> set:
+    """The numbers of the tests that did not pass."""
+    from durable_lite.grading import checks
+    return {n for n, t in results.items() if t.status != checks.PASSED}

@@ -41,7 +41,7 @@ from durable_lite.grading import checks, exercise
 from durable_lite.grading.exercises import ex14_port_to_dbos as ex14
 from durable_lite.grading.grader import grade_notebook
 
-from grading_support import learner, one_thread_at_a_time, statuses
+from grading_support import failed, learner, one_thread_at_a_time, run_tests, statuses
 
 EX = exercise("14_port_to_dbos")
 pytestmark = pytest.mark.crash
@@ -82,19 +82,7 @@ def port(tmp_path_factory):
 
 
 def run(qid, answer, seed, only=None):
-    """The question's tests (or only those numbered in `only`) on `answer`, with the cases of
-    `seed`: {test number: TestResult}."""
-    question = EX.questions[qid]
-    numbers = list(range(len(question.tests))) if only is None else list(only)
-    part = checks.Exercise(EX.id, EX.title, EX.lesson)
-    part.question(qid, question.title, question.answers).tests = [question.tests[i]
-                                                                   for i in numbers]
-    result = checks.run_question(part, qid, [answer], seed=seed)
-    return dict(zip(numbers, result.tests))
-
-
-def failed(results) -> set:
-    return {n for n, t in results.items() if t.status != checks.PASSED}
+    return run_tests(EX, qid, answer, seed, only)
 
 
 # the check runs the tests read, all run up front ----------------------------------------------

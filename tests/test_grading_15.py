@@ -33,7 +33,7 @@ from durable_lite.grading import checks, exercise
 from durable_lite.grading.exercises import ex15_port_to_temporal_and_langgraph as ex15
 from durable_lite.grading.grader import grade_notebook
 
-from grading_support import ROOT, learner, one_thread_at_a_time, statuses
+from grading_support import ROOT, failed, learner, one_thread_at_a_time, run_tests, statuses
 
 EX = exercise("15_port_to_temporal_and_langgraph")
 pytestmark = pytest.mark.crash
@@ -427,19 +427,7 @@ def make_port(folder, qid, source):
 
 
 def run(qid, answer, seed, only=None):
-    """The question's tests (or only those numbered in `only`) on `answer`, with the cases of
-    `seed`: {test number: TestResult}."""
-    question = EX.questions[qid]
-    numbers = list(range(len(question.tests))) if only is None else list(only)
-    part = checks.Exercise(EX.id, EX.title, EX.lesson)
-    part.question(qid, question.title, question.answers).tests = [question.tests[i]
-                                                                   for i in numbers]
-    result = checks.run_question(part, qid, [answer], seed=seed)
-    return dict(zip(numbers, result.tests))
-
-
-def failed(results) -> set:
-    return {n for n, t in results.items() if t.status != checks.PASSED}
+    return run_tests(EX, qid, answer, seed, only)
 
 
 PLAN = [(qid, label, *spec) for qid, ports in (("q1", {**Q1, **Q1_RIGHT}), ("q2", {**Q2, **Q2_RIGHT}))
