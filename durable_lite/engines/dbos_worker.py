@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from dbos import DBOS, SetWorkflowID
 
 from ..faults import CrashAt
-from . import dbos_faults, dbos_support
+from . import dbos_faults, dbos_support, forked
 from . import refund_dbos, research_dbos  # noqa: F401  (registered before any launch)
 
 PACKAGE = __name__.rsplit(".", 1)[0]
@@ -156,8 +156,7 @@ def start_worker(url, executor_id, *, start=(), fork=(), wait_for=(), crash=None
             "linger": linger, "queue": queue, "timeout": timeout, "imports": list(imports),
             "python_path": [os.fspath(p) for p in python_path]}
     process = _context().Process(target=_main, args=(spec,), name=f"dbos-{executor_id}")
-    process.start()
-    return Worker(process, folder, executor_id)
+    return Worker(forked.start(process), folder, executor_id)
 
 
 def warm_up():

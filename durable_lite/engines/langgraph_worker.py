@@ -34,7 +34,7 @@ import time
 import traceback
 
 from ..faults import CrashAt
-from . import langgraph_faults, langgraph_support
+from . import forked, langgraph_faults, langgraph_support
 from . import refund_langgraph  # noqa: F401  (imported once, in the fork server)
 
 PACKAGE = __name__.rsplit(".", 1)[0]
@@ -127,8 +127,7 @@ def start_worker(path, workflow, thread_id, *, start=None, resume=False, answer=
             "wait_for_saves": wait_for_saves, "slow_saves": slow_saves, "folder": folder, "imports": list(imports),
             "python_path": [os.fspath(p) for p in python_path], "env": dict(env or {})}
     process = _context().Process(target=_main, args=(spec,), name=f"langgraph-{thread_id}")
-    process.start()
-    return Worker(process, folder, thread_id)
+    return Worker(forked.start(process), folder, thread_id)
 
 
 def warm_up():

@@ -1,0 +1,63 @@
+"""Fork-server processes that many threads may start and watch at once.
+
+The crash table of lesson 15 measures six cells at a time, one thread each, and every cell
+starts DBOS or LangGraph workers from multiprocessing's fork server and then asks how they
+ended: "killed at its crash point" is an exit status of -9 (SIGKILL). Two facts of CPython
+make that answer racy when several threads ask:
+
+- a fork-server child's exit status comes down a pipe, and is read from it once;
+- every Process.start() first asks each child this Python has started whether it has
+  ended (multiprocessing's clean-up of finished children).
+
+So one thread's start() and another's join() can both find the pipe ready: one reads -9,
+the other reads nothing and records 255 over it. A worker killed at its crash point then
+looks like one that exited, and its cell is wrong. (Six threads, 40 children each that SIGKILL
+themselves: 33 of the 240 read 255. The crash table met it once in a CI run.)
+
+Here every start and every look at a child's status holds one lock, and a wait for a
+child to end watches its sentinel, which reads nothing, before it takes the lock.
+
+    child = forked.start(context.Process(target=main, args=(spec,)))
+    child.join(120)              # None: still running
+    child.exitcode               # -9: it was killed
+"""
+
+import multiprocessing.connection
+import threading
+
+_STATUS = threading.Lock()      # held by every start and every status read
+
+
+class Child:
+    """A started process: its pid and how it ended, safe to ask from any thread."""
+
+    def __init__(self, process):
+        self._process = process
+
+    @property
+    def pid(self) -> int:
+        return self._process.pid
+
+    @property
+    def exitcode(self):
+        """None while it runs; its exit status (-N: killed by signal N) once it ended."""
+        with _STATUS:
+            return self._process.exitcode
+
+    def is_alive(self) -> bool:
+        with _STATUS:
+            return self._process.is_alive()
+
+    def join(self, timeout=None):
+        """Wait up to `timeout` seconds for the process to end; its exit status, or None."""
+        multiprocessing.connection.wait([self._process.sentinel], timeout)
+        with _STATUS:
+            self._process.join(0)
+            return self._process.exitcode
+
+
+def start(process) -> Child:
+    """Start a multiprocessing Process (not started yet) under the lock."""
+    with _STATUS:
+        process.start()
+    return Child(process)

@@ -1,0 +1,106 @@
+"""Fork-server children started and watched from many threads at once (engines/forked.py):
+each one's exit status is the one it really ended with.
+
+On bare multiprocessing a thread's start() (which polls every child first) and another
+thread's join() can both read a child's status from its one pipe, and the loser records
+255 for a child SIGKILL ended: a worker killed at its crash point looks like one that
+exited. The race is rare per child, so besides a run of many children from six threads,
+a test shows the rule that closes it: a status read waits while a start is under way.
+"""
+
+import multiprocessing
+import os
+import signal
+import threading
+import time
+
+from durable_lite.engines import forked
+
+THREADS, CHILDREN = 6, 10
+
+
+def _kill_myself():
+    time.sleep(0.01)         # while it lives, other threads start children: the race's moment
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _exit_with(code):
+    os._exit(code)
+
+
+def _statuses(target, args=()):
+    """[(exit status, alive after join)] of THREADS x CHILDREN children, each thread
+    starting and joining its own one after another."""
+    context = multiprocessing.get_context("forkserver")
+    seen, errors = [], []
+
+    def starts_and_joins():
+        try:
+            for _ in range(CHILDREN):
+                child = forked.start(context.Process(target=target, args=args))
+                assert child.join(120) is not None, "a child still ran after 120 s"
+                seen.append((child.exitcode, child.is_alive()))
+        except BaseException as exc:       # reported by the main thread, not lost
+            errors.append(exc)
+
+    threads = [threading.Thread(target=starts_and_joins) for _ in range(THREADS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors, errors
+    return seen
+
+
+def test_children_killed_by_sigkill_all_read_minus_nine_when_six_threads_start_and_join():
+    seen = _statuses(_kill_myself)
+    assert len(seen) == THREADS * CHILDREN
+    assert sorted({status for status, _ in seen}) == [-signal.SIGKILL], \
+        f"statuses read: {sorted(status for status, _ in seen)}"
+    assert not any(alive for _, alive in seen)
+
+
+def test_an_exit_status_is_read_as_the_child_gave_it():
+    assert {status for status, _ in _statuses(_exit_with, (7,))} == {7}
+
+
+def test_join_with_a_timeout_returns_none_while_the_child_runs():
+    context = multiprocessing.get_context("forkserver")
+    child = forked.start(context.Process(target=signal.pause))
+    try:
+        assert child.join(0.05) is None and child.is_alive() and child.exitcode is None
+    finally:
+        os.kill(child.pid, signal.SIGKILL)
+    assert child.join(120) == -signal.SIGKILL and not child.is_alive()
+
+
+_held = {"inside start": threading.Event(), "may finish": threading.Event()}
+
+
+class _HeldStart(multiprocessing.get_context("forkserver").Process):
+    """A process whose start() stops halfway until the test lets it go on."""
+
+    def start(self):
+        _held["inside start"].set()
+        _held["may finish"].wait(120)
+        super().start()
+
+
+def test_a_status_read_waits_while_another_thread_is_starting_a_child():
+    context = multiprocessing.get_context("forkserver")
+    ended = forked.start(context.Process(target=_exit_with, args=(0,)))
+    assert ended.join(120) == 0
+    started = []
+    starting = threading.Thread(target=lambda: started.append(
+        forked.start(_HeldStart(target=_exit_with, args=(3,))).join(120)))
+    starting.start()
+    assert _held["inside start"].wait(120)
+    read = []
+    reader = threading.Thread(target=lambda: read.append(ended.exitcode))
+    reader.start()
+    reader.join(0.3)
+    assert read == [], "a status was read while a start was under way"
+    _held["may finish"].set()
+    reader.join(120)
+    starting.join(120)
+    assert read == [0] and started == [3]
