@@ -67,7 +67,7 @@ def test_a_grading_run_is_repeated_exactly_by_its_seed(tmp_path):
 def test_every_solution_scores_full_marks(name):
     needs_exercise(name)
     score = grade_notebook(ROOT / "solutions" / f"{name}.ipynb")
-    assert score.note is None and score.notes == [] and not score.tampered
+    assert score.note is None and score.notes == [] and not score.tampered, score.report()
     assert score.total == sum(len(q.tests) for q in exercise(name).questions.values())
     assert score.passed == score.total, score.report()
     assert set(statuses(score).values()) == {"passed"}
@@ -299,7 +299,7 @@ def test_command_line_prints_json_for_instructors():
     payload = json.loads(out.stdout)
     (nb,) = payload["notebooks"]
     assert nb["exercise"] == "01_naive_retry" and nb["passed"] == 0 and nb["total"] == TESTS_01
-    assert [q["status"] for q in nb["questions"]] == ["not attempted"] * 3
+    assert [q["status"] for q in nb["questions"]] == ["not attempted"] * 3, nb["questions"]
     assert payload["seed"] == nb["seed"] == 77 and nb["tampered"] is False
 
 
