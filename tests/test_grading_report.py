@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from durable_lite.grading import exercise
@@ -115,15 +116,11 @@ def test_the_command_prints_a_summary_line(tmp_path):
     assert (tmp_path / "out" / "scores.csv").exists()
 
 
-# Exercise 15's q1 runs Temporal workers for about a minute of two cores; the class needs
-# only its wrong q2, so its q1 is handed in untouched (not attempted: zero, no check run).
-LEFT_UNTOUCHED = {"15_port_to_temporal_and_langgraph": {"class RenewSubscription":
-                                                        "RenewSubscription = None\n"}}
-
-
 def test_a_class_of_typical_wrong_answers_fails_each_where_it_names_its_mistake(tmp_path):
     """One plausible wrong answer per exercise (grading_support.WRONG), graded as a class:
-    the question whose answer it replaces fails, and no check breaks on it."""
+    the question whose answer it replaces fails, and no check breaks on it. Each is handed
+    in on the untouched exercise, its other questions not attempted (no check runs for
+    them): test_grading.py grades every solution in full, and the class need not again."""
     from durable_lite.grading import exercise
 
     from grading_support import WRONG
@@ -135,9 +132,12 @@ def test_a_class_of_typical_wrong_answers_fails_each_where_it_names_its_mistake(
         marker, source = WRONG[name]
         if not exercise(name).available()[0]:
             continue                                        # e.g. no DBOS on this Python
-        learner(name, klass / f"wrong-{name[:2]}", start="solutions",
-                cells={marker: source, **LEFT_UNTOUCHED.get(name, {})})
         answer = marker.split()[1].split("(")[0]            # "def refund_card" -> refund_card
+        # the answer's cell in the untouched exercise: its stub, or a port's `name = None`
+        code = [c.source for c in nbformat.read(ROOT / "exercises" / f"{name}.ipynb",
+                                                as_version=4).cells if c.cell_type == "code"]
+        where = marker if any(marker in c for c in code) else f"{answer} = None"
+        learner(name, klass / f"wrong-{name[:2]}", cells={where: source})
         [question] = [q.id for q in exercise(name).questions.values() if answer in q.answers]
         expected[(f"wrong-{name[:2]}", question)] = name
     result = report(klass, tmp_path / "report", jobs=2, seed=7, progress=False)
@@ -146,5 +146,7 @@ def test_a_class_of_typical_wrong_answers_fails_each_where_it_names_its_mistake(
     by = {(r["learner"], r["question"]): r for r in rows}
     for key, name in expected.items():
         assert by[key]["status"] == "failed", (name, by[key])
+    others = {r["status"] for key, r in by.items() if key not in expected}
+    assert others == {"not attempted"}, others
     assert "check error" not in {r["status"] for r in rows}
     assert all(not g.score.note and not g.score.tampered for g in result.graded)
