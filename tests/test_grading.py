@@ -55,7 +55,8 @@ def refund_key(run_id, order_id):
 
 
 def test_a_grading_run_is_repeated_exactly_by_its_seed(tmp_path):
-    path = with_code("03_idempotency", "def refund_key", CONCATENATED_KEY, tmp_path)
+    # q1 alone (the other questions untouched, so no check runs for them), graded three times
+    path = learner("03_idempotency", tmp_path, cells={"def refund_key": CONCATENATED_KEY})
     first, again, other = (grade_notebook(path, seed=s) for s in (1234, 1234, 4321))
     failures = [[t["message"] for t in score.question("q1")["tests"]] for score in (first, again, other)]
     assert failures[0] == failures[1] != failures[2]      # the drawn ids are in the message
