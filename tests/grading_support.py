@@ -2,9 +2,7 @@
 by changing cells of a solution or of an untouched exercise."""
 
 import contextlib
-import os
 import sys
-import threading
 from pathlib import Path
 
 import nbformat
@@ -262,34 +260,17 @@ def renew_subscription(inputs):
 @contextlib.contextmanager
 def one_thread_at_a_time():
     """What checks run side by side on threads (test_grading_14.py, test_grading_15.py)
-    share in this process, taken by one thread at a time (everything else a case uses is
-    its own: folders, databases, run ids, worker processes; the simulated world's cache
-    has a lock of its own, sim.py).
-
-    - A worker's exit status: multiprocessing reads a fork-server child's status from a
-      pipe, once; starting any process polls every live child of the process, so another
-      thread may read a worker's status first, and the worker's own thread then sees an
-      exit code of 255, not the SIGKILL of its crash point. Waiting stays outside the lock;
-      only the read is inside.
-    - sys.stdout and sys.stderr: each test swaps them for a sink while it runs; threads
-      that swap them in turn leave a sink behind, so they are put back afterwards."""
-    from multiprocessing import connection, popen_forkserver
-
-    exits, poll = threading.Lock(), popen_forkserver.Popen.poll
-
-    def poll_locked(self, flag=os.WNOHANG):
-        if flag != os.WNOHANG and self.returncode is None:
-            connection.wait([self.sentinel])          # block until it ends, unlocked
-        with exits:
-            return poll(self, os.WNOHANG)
-
+    share in this process and must get back (everything else a case uses is its own:
+    folders, databases, run ids, worker processes; the simulated world's cache has a lock of
+    its own, sim.py, and the workers' exit statuses are read one at a time by
+    durable_lite.engines.forked): sys.stdout and sys.stderr. Each test swaps them for a sink
+    while it runs; threads that swap them in turn leave a sink behind, so they are put back
+    afterwards."""
     streams = sys.stdout, sys.stderr
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(popen_forkserver.Popen, "poll", poll_locked)
-        try:
-            yield
-        finally:
-            sys.stdout, sys.stderr = streams
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = streams
 
 
 def run_tests(ex, qid, answer, seed, only=None) -> dict:
