@@ -145,7 +145,8 @@ def test_a_class_of_typical_wrong_answers_fails_each_where_it_names_its_mistake(
     rows = rows_of(tmp_path / "report")
     by = {(r["learner"], r["question"]): r for r in rows}
     for key, name in expected.items():
-        assert by[key]["status"] == "failed", (name, by[key])
+        assert by[key]["status"] == "failed", (name, by[key], [
+            (g.score.note, g.score.report()) for g in result.graded if g.learner == key[0]])
     others = {r["status"] for key, r in by.items() if key not in expected}
     assert others == {"not attempted"}, others
     assert "check error" not in {r["status"] for r in rows}

@@ -28,6 +28,7 @@ import shutil
 import signal
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -152,11 +153,17 @@ class Kernel:
         self.started = None
         self.kc = None
         reaper.become_subreaper()      # an orphan whose reaper was killed comes to us
-        with open(sandbox.root / "kernel.log", "wb") as log:
-            self.km.start_kernel(env=sandbox.env(), cwd=str(sandbox.work), stdout=log, stderr=log)
-        self.pid = self.km.provisioner.process.pid if self.km.provisioner else None
+        # From the moment the reaper exists until it is in _REAPERS it looks like an orphan
+        # of ours (another session, started lately): a notebook graded beside this one that
+        # ends now must not sweep it up, so the two take turns (see survivors).
+        with _REAPERS_LOCK:
+            with open(sandbox.root / "kernel.log", "wb") as log:
+                self.km.start_kernel(env=sandbox.env(), cwd=str(sandbox.work), stdout=log,
+                                     stderr=log)
+            self.pid = self.km.provisioner.process.pid if self.km.provisioner else None
+            if self.pid is not None:
+                _REAPERS.add(self.pid)
         if self.pid is not None:
-            _REAPERS.add(self.pid)
             self.started = reaper.processes().get(self.pid, (0, 0, 0, None))[3]
         self.kc = self.km.blocking_client()
         self.kc.start_channels()
@@ -277,6 +284,7 @@ def _add_output(outputs, output):
 
 # ending every process -----------------------------------------------------------------
 _REAPERS = set()        # the reapers of the kernels this process is running now
+_REAPERS_LOCK = threading.Lock()     # held while a kernel's reaper is started and entered
 
 
 def _marked(pid: int, token: str) -> bool:
@@ -293,7 +301,9 @@ def survivors(root_pid, token, since=None) -> set:
     orphans re-parented to the grader since `since` (the root's start time) after the root
     itself was killed: children of ours in another session that are not a running
     kernel's reaper. And everything below those."""
-    table = reaper.processes()
+    with _REAPERS_LOCK:          # a reaper being started now is in _REAPERS when this reads
+        table = reaper.processes()
+        reapers = set(_REAPERS)
     me = os.getpid()
     found = set()
     if root_pid is not None:
@@ -303,7 +313,7 @@ def survivors(root_pid, token, since=None) -> set:
         session = table[me][2]
         found |= {pid for pid, (ppid, _, sid, started) in table.items()
                   if ppid == me and sid != session and started >= since
-                  and pid not in _REAPERS}
+                  and pid not in reapers}
     found |= {pid for pid in table if pid != me and _marked(pid, token)}
     found |= reaper.descendants(found, table)
     found.discard(me)
