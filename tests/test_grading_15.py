@@ -478,7 +478,7 @@ def test_each_port_fails_exactly_the_tests_of_its_mistake(graded, qid, label, ex
     assert failed(results) == expected, {n: (t.status, t.message, t.hint)
                                         for n, t in results.items()}
     for n in expected:
-        assert results[n].status == checks.FAILED, results[n]
+        assert results[n].status == checks.FAILED, (results[n].status, results[n].message)
         assert results[n].message and results[n].hint
 
 
