@@ -593,10 +593,13 @@ def test_a_hard_coded_one_second_deadline_fails(graded):
     a late answer."""
     results = graded[ONE_SECOND]
     assert failed(results) == {SILENT, LATE}
-    assert re.search(r"your port's wait ended after 1\.[0-4] s, before the deadline",
-                     results[SILENT].message), results[SILENT].message
+    # The figure a busy machine reports is at least the second the port waits, and short
+    # of the deadline or the answer it missed (on Python 3.10 at load 8 one read 1.5 s).
+    for test, missed in ((SILENT, "the deadline"), (LATE, "the answer came")):
+        message = results[test].message
+        found = re.search(rf"ended after (\d+\.\d) s, before {missed}", message)
+        assert found and 1.0 <= float(found[1]) < 4.3, message
     assert "`deadline` argument" in results[SILENT].hint
-    assert re.search(r"ended after 1\.[0-4] s, before the answer came", results[LATE].message)
 
 
 LONGER_CONSTANT = job("a 3.9 s deadline", "q2",
