@@ -13,9 +13,8 @@ between, which `launch()` here does for you. Five settings matter for a course:
 - DBOS's internal queue is polled every 0.2 s instead of every second. A launching
   process recovers its executor's pending workflows by putting them on that queue, so
   with the default a restarted worker sits idle for up to a second before it carries on.
-  Not faster: each poll is a query, and at 50 ms an idle DBOS process spends a twentieth
-  of a core on them (measured: about 60 ms of CPU a second, against 24 ms at 0.2 s), which a
-  suite of hundreds of workers on two cores pays for in minutes.
+  Not faster: each poll is a query. At 50 ms an idle DBOS process spent about 60 ms of
+  CPU a second on them (24 ms at 0.2 s), and the tests run hundreds of DBOS workers.
   DBOS 3.4 has no public setting for it; `_poll_recovery_quickly` sets it where DBOS
   keeps it and, should a later DBOS keep it elsewhere, leaves the default in place.
 - on SQLite, the SQLite library. DBOS needs SQLite 3.42+ on Python 3.12+ (see DBOS_SQLITE),
