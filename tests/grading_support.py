@@ -290,3 +290,11 @@ def failed(results) -> set:
     """The numbers of the tests that did not pass."""
     from durable_lite.grading import checks
     return {n for n, t in results.items() if t.status != checks.PASSED}
+
+
+def spelled_out(results) -> str:
+    """Each test's number, status, whole message and hint, a line each: an assertion's
+    message that is a dict is cut to a line by pytest, and with it the cause of a failure."""
+    return "\n".join(f"test {n}: {t.status}: {t.message}"
+                     + (f" (hint: {t.hint})" if t.hint else "")
+                     for n, t in sorted(results.items()))

@@ -41,7 +41,7 @@ from durable_lite.grading import checks, exercise
 from durable_lite.grading.exercises import ex14_port_to_dbos as ex14
 from durable_lite.grading.grader import grade_notebook
 
-from grading_support import failed, learner, one_thread_at_a_time, run_tests, statuses
+from grading_support import failed, learner, one_thread_at_a_time, run_tests, spelled_out, statuses
 
 EX = exercise("14_port_to_dbos")
 pytestmark = pytest.mark.crash
@@ -516,13 +516,13 @@ HELPER = job("a key helper, keywords, no name", "q1", HELPER_AND_KEYWORDS, seed=
 @needs_dbos
 def test_a_port_with_its_keys_inside_the_steps_passes_every_test(graded):
     results = graded[KEYS_INSIDE]
-    assert failed(results) == set(), {n: t.message for n, t in results.items()}
+    assert failed(results) == set(), spelled_out(results)
 
 
 @needs_dbos
 def test_a_port_with_a_key_helper_keywords_and_no_name_passes(graded):
     results = graded[HELPER]
-    assert failed(results) == set(), {n: t.message for n, t in results.items()}
+    assert failed(results) == set(), spelled_out(results)
 
 
 # q2 -----------------------------------------------------------------------------------------
@@ -577,7 +577,7 @@ RIGHT_PAUSE = job("a right pause", "q2", pause_port(), seed=51)
 @needs_dbos
 def test_a_right_pause_passes_every_test(graded):
     results = graded[RIGHT_PAUSE]
-    assert failed(results) == set(), {n: t.message for n, t in results.items()}
+    assert failed(results) == set(), spelled_out(results)
 
 
 ONE_SECOND = job("a one-second deadline", "q2",
@@ -721,7 +721,7 @@ PAUSE_DIFFERENTLY = job("a pause written differently", "q2", PAUSE_WRITTEN_DIFFE
 @needs_dbos
 def test_a_pause_written_differently_passes(graded):
     results = graded[PAUSE_DIFFERENTLY]
-    assert failed(results) == set(), {n: t.message for n, t in results.items()}
+    assert failed(results) == set(), spelled_out(results)
 
 
 # a wrong notebook, graded end to end ----------------------------------------------------------
@@ -784,7 +784,7 @@ def test_where_dbos_cannot_use_sqlite_the_checks_run_on_a_throwaway_postgres(por
         for _ in range(2):
             results = run("q1", port(cancel_port(), "cancel_subscription"), seed=71,
                           only=[NO_CRASH, REFUND_WINDOW])
-            assert failed(results) == set(), {n: t.message for n, t in results.items()}
+            assert failed(results) == set(), spelled_out(results)
         assert ex14._postgres and ex14._postgres[0].running
     finally:
         while ex14._postgres:

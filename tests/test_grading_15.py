@@ -33,7 +33,8 @@ from durable_lite.grading import checks, exercise
 from durable_lite.grading.exercises import ex15_port_to_temporal_and_langgraph as ex15
 from durable_lite.grading.grader import grade_notebook
 
-from grading_support import ROOT, failed, learner, one_thread_at_a_time, run_tests, statuses
+from grading_support import (ROOT, failed, learner, one_thread_at_a_time, run_tests,
+                             spelled_out, statuses)
 
 EX = exercise("15_port_to_temporal_and_langgraph")
 pytestmark = pytest.mark.crash
@@ -475,8 +476,7 @@ def outcome(graded, qid, label):
                          ids=[f"{p[0]}: {p[1]}" for p in PLAN])
 def test_each_port_fails_exactly_the_tests_of_its_mistake(graded, qid, label, expected):
     results = outcome(graded, qid, label)
-    assert failed(results) == expected, {n: (t.status, t.message, t.hint)
-                                        for n, t in results.items()}
+    assert failed(results) == expected, spelled_out(results)
     for n in expected:
         assert results[n].status == checks.FAILED, (results[n].status, results[n].message)
         assert results[n].message and results[n].hint
