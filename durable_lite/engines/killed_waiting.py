@@ -32,9 +32,10 @@ Every function returns the same keys, read from the engine's own records:
     steps     the steps the run went through by the end, in order
     error     why the run, or a process, failed ("Type: message"), or None
 
-and on Temporal also `waited` (seconds between `after_step` completing and the next
-activity being scheduled: how long the run waited there, by the server's clock),
-`replied` (seconds between that step completing and the server recording the reply) and
+and on Temporal also `waited` (how long the run waited after `after_step`, by the
+server's clock: from the workflow task that began the wait to the one that ended it, so a
+busy worker's slowness in picking tasks up is not counted), `replied` (seconds from the
+wait beginning to the server recording the reply) and
 `troubles` (failures the server recorded for workflow tasks and activities, the first
 place to look when a run did not end); on LangGraph `interrupted` (the first process left
 the thread waiting at an interrupt, as a wait should).
@@ -266,26 +267,44 @@ def _completed(events) -> list:
     return [e["activity"] for e in events if e["type"] == "ActivityTaskCompleted"]
 
 
+def _wait_began(events, step):
+    """Where the run began to wait after activity `step`: the index and time of the first
+    workflow task to complete after `step` did (the task that read the result and started
+    the wait), or None."""
+    done = None
+    for i, e in enumerate(events):
+        if done is None and e["type"] == "ActivityTaskCompleted" and e["activity"] == step:
+            done = i
+        elif done is not None and e["type"] == "WorkflowTaskCompleted":
+            return i, e["time"]
+    return None
+
+
 def _waited_after(events, step):
-    """Seconds from activity `step` completing to the next activity being scheduled."""
-    if step is None:
+    """Seconds the run waited after activity `step`, by the server's clock: from the end of
+    the workflow task that began the wait to the scheduling of the one that ended it (the
+    last scheduled before the next activity). Counted between workflow tasks, so the time a
+    worker takes to pick a task up and run it, seconds on a busy machine, is not counted as
+    the port's wait. 0 if the wait ended within the task that began it."""
+    began = None if step is None else _wait_began(events, step)
+    if began is None:
         return None
-    ended = None
-    for e in events:
-        if e["type"] == "ActivityTaskCompleted" and e["activity"] == step and ended is None:
-            ended = e["time"]
-        elif ended is not None and e["type"] == "ActivityTaskScheduled":
-            return e["time"] - ended
+    start, woken = began, None
+    for e in events[start[0] + 1:]:
+        if e["type"] == "WorkflowTaskScheduled":
+            woken = e["time"]
+        elif e["type"] == "ActivityTaskScheduled":
+            return max(0.0, (woken if woken is not None else start[1]) - start[1])
     return None
 
 
 def _signalled_after(events, step):
-    """Seconds from activity `step` completing to the server recording the first signal
-    (negative if the signal came first; None without either)."""
-    done = [e["time"] for e in events if e["type"] == "ActivityTaskCompleted"
-            and e["activity"] == step]
+    """Seconds from the run beginning its wait after activity `step` (as `_waited_after`
+    counts) to the server recording the first signal: negative if the signal came first,
+    None without either."""
+    began = None if step is None else _wait_began(events, step)
     signalled = [e["time"] for e in events if e["type"] == "WorkflowExecutionSignaled"]
-    return signalled[0] - done[0] if done and signalled else None
+    return signalled[0] - began[1] if began and signalled else None
 
 
 async def _pending(address, workflow_id):

@@ -721,9 +721,10 @@ def _(RenewSubscription, draw):
 
 
 def judge_wait(got, case, ends, what) -> None:
-    """The port's wait, by the server's clock from the notice's completion to its next
-    activity, must end `ends` seconds into it (EARLY sooner or LATE later at most): when
-    `what` ("the deadline", "the reply") ended it."""
+    """The port's wait after the notice, by the server's records (from the workflow task
+    that began it to the one that ended it: a worker slow to pick tasks up on a busy
+    machine does not count against the port), must end `ends` seconds into it (EARLY
+    sooner or LATE later at most): when `what` ("the deadline", "the reply") ended it."""
     where, waited = case.describe(), got["waited"]
     if waited is None:
         raise Fail(f"{where}: the server recorded no activity of your port after 'notice' "
