@@ -128,6 +128,16 @@ def test_every_direct_dependency_is_pinned_for_every_supported_python():
                 f"constraints.txt pins {name}=={version}, outside pyproject's {req.specifier}")
 
 
+def test_reading_a_notebook_builds_no_iri_parser():
+    """nbformat validates with jsonschema; from 4.24 on, jsonschema's format checks import
+    rfc3987-syntax, which builds a parser at import (1.1-1.6 s of CPU, in every grader,
+    JupyterLab and pytest process). pyproject.toml holds jsonschema below that."""
+    probe = "import sys, nbformat, jsonschema; print('rfc3987_syntax' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "False", "importing nbformat loaded rfc3987_syntax"
+
+
 def test_python_310_gets_the_older_releases_it_can_install():
     """pandas 3 and numpy 2.3+ need Python 3.11: the lock must give 3.10 other pins."""
     pins = constraints()
