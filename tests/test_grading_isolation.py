@@ -8,8 +8,10 @@ grader has noted it as one; a sweep at that moment used to kill it, and the othe
 was scored "kernel did not start" (or its questions "not checked").
 """
 
+import sys
 import threading
 
+import pytest
 from jupyter_client import KernelManager
 
 from durable_lite.grading import isolation
@@ -42,3 +44,50 @@ def test_a_sweep_at_the_moment_another_kernel_starts_leaves_that_kernel_alone(mo
         if kernel is not None:
             kernel.stop()
         sandbox.remove()
+
+
+def test_a_kernel_that_dies_before_its_first_reply_is_started_once_more(monkeypatch):
+    """A kernel can die before it answers for reasons of the machine's (a port it was given
+    taken by another process first): nothing of the notebook has run, so it is started
+    again, and a second death is reported."""
+    start, launched = KernelManager.start_kernel, []
+
+    def first_one_dies(self, **kwargs):
+        launched.append(self)
+        if len(launched) == 1:
+            self._kernel_spec.argv = [sys.executable, "-c", "raise SystemExit(3)"]
+        start(self, **kwargs)
+
+    monkeypatch.setattr(KernelManager, "start_kernel", first_one_dies)
+    sandbox = isolation.Sandbox("retry")
+    kernel = None
+    try:
+        kernel = isolation.Kernel.start(sandbox, startup_timeout=120)
+        assert len(launched) == 2
+        assert kernel.execute("print(6 * 7)", timeout=120)["status"] == "ok"
+    finally:
+        if kernel is not None:
+            kernel.stop()
+        sandbox.remove()
+
+
+def test_a_kernel_that_dies_every_time_or_never_answers_is_reported(monkeypatch):
+    start, launched = KernelManager.start_kernel, []
+
+    def launch(self, **kwargs):
+        launched.append(self)
+        code = "raise SystemExit(3)" if mode == "dies" else "import time; time.sleep(60)"
+        self._kernel_spec.argv = [sys.executable, "-c", code]
+        start(self, **kwargs)
+
+    monkeypatch.setattr(KernelManager, "start_kernel", launch)
+    for mode, starts, died in (("dies", 2, True), ("silent", 1, False)):
+        launched.clear()
+        sandbox = isolation.Sandbox("retry")
+        try:
+            with pytest.raises(isolation.DeadKernel, match="the kernel did not start") as caught:
+                isolation.Kernel.start(sandbox, startup_timeout=3)
+            assert len(launched) == starts and caught.value.died is died, mode
+            assert not launched[-1].is_alive(), "the kernel that failed was left running"
+        finally:
+            sandbox.remove()

@@ -271,7 +271,7 @@ def _run(assembled, sandbox, ex, seed, timeout, results, started, cell_timeout) 
     index = None
     try:
         try:
-            kernel = Kernel(sandbox, startup_timeout=max(10.0, min(60.0, timeout / 2)))
+            kernel = Kernel.start(sandbox, startup_timeout=max(10.0, min(60.0, timeout / 2)))
         except Exception as exc:
             return f"execution stopped before the first cell: {type(exc).__name__}: {exc}"
         code, expressions = begin_request(ex.id)

@@ -128,7 +128,9 @@ class Sandbox:
 
 # the kernel ---------------------------------------------------------------------------
 class DeadKernel(Exception):
-    pass
+    def __init__(self, message="", died=True):
+        super().__init__(*([message] if message else []))
+        self.died = died              # False: alive, but it never answered
 
 
 class CellTimeout(Exception):
@@ -170,7 +172,22 @@ class Kernel:
         try:
             self.kc.wait_for_ready(timeout=startup_timeout)
         except RuntimeError as exc:
-            raise DeadKernel(f"the kernel did not start: {exc}") from None
+            died = not self.alive()
+            self.stop()
+            raise DeadKernel(f"the kernel did not start: {exc}", died) from None
+
+    @classmethod
+    def start(cls, sandbox: Sandbox, startup_timeout: float = 60.0, attempts: int = 2):
+        """A started kernel. One that dies before its first reply is started again (up to
+        `attempts` in all): it has run nothing of the notebook yet, and a kernel can die
+        there for reasons of the machine's, not the learner's (the ports it was given were
+        picked free, and another process on a busy machine may bind one first)."""
+        for attempt in range(1, attempts + 1):
+            try:
+                return cls(sandbox, startup_timeout)
+            except DeadKernel as exc:
+                if attempt == attempts or not exc.died:    # one that never answered: no
+                    raise
 
     def alive(self) -> bool:
         return self.km.is_alive()
