@@ -96,6 +96,10 @@ def _wait_until_saved(name, when) -> None:
     thread = langgraph_support.config(thread_id)
     try:
         deadline = time.monotonic() + _state["save_timeout"]
+        # Each look decodes the thread's checkpoints: first soon (a save usually lands within
+        # milliseconds), then less often, so a save slowed by a busy machine is not waited
+        # for by a loop that takes the CPU it needs.
+        pause = 0.005
         while True:
             saved = langgraph_support.saved_results(saver, thread_id)
             answers = langgraph_support.saved_answers(saver, thread_id)
@@ -105,7 +109,8 @@ def _wait_until_saved(name, when) -> None:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{when} of task {name!r}: the results before it were not "
                                    f"saved within {_state['save_timeout']:g} s")
-            time.sleep(0.005)
+            time.sleep(pause)
+            pause = min(2 * pause, 0.05)
     finally:
         langgraph_support.close_saver(saver)
 
