@@ -86,3 +86,5 @@ def test_make_labs_jupyterlab_has_the_course_rule_and_no_news_pop_up(tmp_path):
     assert env["JUPYTER_CONFIG_PATH"].split(os.pathsep) == [str(tmp_path / "settings"), "/elsewhere"]
     written = json.loads((tmp_path / "settings" / "labconfig" / "default_setting_overrides.json").read_text())
     assert written["@jupyterlab/apputils-extension:notification"]["fetchNews"] == "false"
+    page = json.loads((tmp_path / "settings" / "labconfig" / "page_config.json").read_text())
+    assert page["buildCheck"] is False and page["buildAvailable"] is False   # no node per page

@@ -47,6 +47,10 @@ LAB_DEFAULTS = {
     "@jupyterlab/apputils-extension:notification": {"fetchNews": "false",
                                                      "checkForUpdates": False},
 }
+# The page's own configuration (labconfig/page_config.json). No build check: the course
+# installs only prebuilt extensions, and the check runs node and yarn on every page load
+# (measured: about 0.4 s of CPU each time) to ask whether the app needs rebuilding.
+PAGE_CONFIG = {"buildCheck": False, "buildAvailable": False}
 
 
 def free_port() -> int:
@@ -78,15 +82,18 @@ def course_options() -> List[str]:
 
 
 def course_environment(env: dict, config_dir: Path) -> dict:
-    """`env` for a JupyterLab with the course's default settings (LAB_DEFAULTS).
+    """`env` for a JupyterLab with the course's default settings (LAB_DEFAULTS) and page
+    configuration (PAGE_CONFIG).
 
     They go into `config_dir`, a folder of the launcher's own that is added to
     JUPYTER_CONFIG_PATH: JupyterLab reads `labconfig/default_setting_overrides.json` there
-    as new defaults. The learner's own settings still win, and nothing is written into
-    their Jupyter folders or the installed JupyterLab."""
+    as new defaults, and `labconfig/page_config.json` beside the others. The learner's own
+    settings still win, and nothing is written into their Jupyter folders or the installed
+    JupyterLab."""
     labconfig = Path(config_dir) / "labconfig"
     labconfig.mkdir(parents=True, exist_ok=True)
     (labconfig / "default_setting_overrides.json").write_text(json.dumps(LAB_DEFAULTS, indent=1))
+    (labconfig / "page_config.json").write_text(json.dumps(PAGE_CONFIG, indent=1))
     path = [str(config_dir)] + [p for p in env.get("JUPYTER_CONFIG_PATH", "").split(os.pathsep) if p]
     return dict(env, JUPYTER_CONFIG_PATH=os.pathsep.join(path))
 

@@ -136,8 +136,9 @@ class LabServer:
         env = course_environment(env, self.workdir / "course-settings")
         if self.disabled_extensions:
             page_config = self.workdir / "course-settings" / "labconfig" / "page_config.json"
-            page_config.write_text(json.dumps(
-                {"disabledExtensions": {name: True for name in self.disabled_extensions}}))
+            config = json.loads(page_config.read_text())           # the course's, and:
+            config["disabledExtensions"] = {name: True for name in self.disabled_extensions}
+            page_config.write_text(json.dumps(config))
         return env
 
     def read_only_options(self):

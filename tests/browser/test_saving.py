@@ -10,6 +10,7 @@ without the widget extension a widget stays a line of text.
 """
 
 import hashlib
+import json
 import re
 import shutil
 import subprocess
@@ -143,6 +144,9 @@ def test_run_all_save_and_reopen_leave_the_lesson_as_shipped_and_its_widgets_liv
         const mine = (s.settings || {}).fetchNews;        // the learner's own, if any
         return mine === undefined ? s.schema.properties.fetchNews.default : mine; }""")
     assert news == "false", f"JupyterLab would ask about its news (fetchNews={news!r})"
+    served = json.loads(page.locator("#jupyter-config-data").text_content())
+    assert (served.get("buildCheck"), served.get("buildAvailable")) == (False, False), \
+        "JupyterLab checks for a rebuild on every page load (node and yarn run each time)"
 
     page.keyboard.press("Control+s")                     # what every learner does
     expect(page.get_by_text(re.compile(r'is read-only\. Use "Save as…" instead'))).to_be_visible()
