@@ -237,13 +237,15 @@ def step_id(workflow_id, step_name) -> int:
 
 def outcome(workflow_id, deadline=None) -> dict:
     """Wait (until `deadline`, a time.monotonic() value) for a workflow to finish; describe it."""
+    pause = 0.05                    # each look is a query: less often as the wait goes on
     while True:
         status = DBOS.get_workflow_status(workflow_id)
         if status is not None and status.status in FINISHED:
             break
         if deadline is not None and time.monotonic() > deadline:
             break
-        time.sleep(0.05)
+        time.sleep(pause)
+        pause = min(1.5 * pause, 0.2)
     steps = DBOS.list_workflow_steps(workflow_id)
     found = {"status": None if status is None else status.status, "result": None, "error": None,
              "executor": None if status is None else status.executor_id,
