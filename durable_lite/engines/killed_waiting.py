@@ -289,12 +289,13 @@ def _waited_after(events, step):
     began = None if step is None else _wait_began(events, step)
     if began is None:
         return None
-    start, woken = began, None
-    for e in events[start[0] + 1:]:
+    index, began_at = began
+    woken_at = began_at
+    for e in events[index + 1:]:
         if e["type"] == "WorkflowTaskScheduled":
-            woken = e["time"]
+            woken_at = e["time"]
         elif e["type"] == "ActivityTaskScheduled":
-            return max(0.0, (woken if woken is not None else start[1]) - start[1])
+            return max(0.0, woken_at - began_at)
     return None
 
 

@@ -129,7 +129,7 @@ class Sandbox:
 # the kernel ---------------------------------------------------------------------------
 class DeadKernel(Exception):
     def __init__(self, message="", died=True):
-        super().__init__(*([message] if message else []))
+        super().__init__(message)
         self.died = died              # False: alive, but it never answered
 
 
