@@ -90,27 +90,33 @@ def on_dbos(workflow: str, args, *, workflow_id: str, url: str, kwargs=None, cra
     return {**_outcome(report[workflow_id], killed=True), "replayed": replayed}
 
 
-def reported(worker, timeout: float):
+def reported(worker, timeout: float, hurry_after=None):
     """The worker's report once it has written one, or None if it died (or hung past
-    `timeout`) without one. Either way the worker is gone afterwards.
+    `timeout`) without one. Either way the worker is gone afterwards. With `hurry_after`,
+    the worker is asked to report `hurry_after` seconds from now, its workflows finished or
+    not: patience counted from the caller's moment (an answer sent, say), not the worker's.
 
     A worker writes its report when its workflows finished or its own timeout ran out, and
     then shuts DBOS down, which waits for workflows still running (one blocked in a two-day
     DBOS.recv, say): nothing is left to learn from it then, so it is killed."""
-    return _finish(worker, timeout)[0]
+    return _finish(worker, timeout, hurry_after)[0]
 
 
-def _finish(worker, timeout: float):
+def _finish(worker, timeout: float, hurry_after=None):
     """(report or None, how the worker ended: "reported", "killed at its crash point",
     "exited with status N" or "hung"); the worker is stopped in every case, also when the
     caller is interrupted while it waits."""
     import signal
     import time
     try:
-        deadline = time.monotonic() + timeout
+        began = time.monotonic()
         while worker.report() is None and worker.process.is_alive():
-            if time.monotonic() > deadline:
+            waited = time.monotonic() - began
+            if waited > timeout:
                 return None, "hung"
+            if hurry_after is not None and waited > hurry_after:
+                worker.hurry()
+                hurry_after = None
             time.sleep(0.02)
         report = worker.report()
         if report is not None:

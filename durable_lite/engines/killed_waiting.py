@@ -46,7 +46,9 @@ import time
 
 from ..faults import CrashAt
 
-PATIENCE = 12.0          # seconds a worker waits for a run to end before it reports
+PATIENCE = 12.0          # seconds a run may take to end after its reply was sent (or,
+                         # with no reply, after it started), before its worker reports it
+BACKSTOP = 30.0          # more seconds for a worker that does not report when asked
 # Seconds a worker may take to start its run: the wait ends as soon as the run exists, so
 # only a worker that never starts it waits this long (a busy laptop's Python can take tens
 # of seconds to import an engine and connect).
@@ -127,8 +129,7 @@ def on_temporal(address: str, workflow: str, args, *, workflow_id: str, signal: 
     from . import temporal_support
     from .temporal_worker import start_worker
     where = {"task_queue": f"q-{workflow_id}", "imports": list(imports),
-             "python_path": list(python_path), "timeout": patience + reply_after,
-             "course_modules": False}
+             "python_path": list(python_path), "course_modules": False}
     started = []
     workers = [] if workers is None else workers
 
@@ -139,16 +140,19 @@ def on_temporal(address: str, workflow: str, args, *, workflow_id: str, signal: 
         return worker
 
     try:
-        machine_a = launch(address, "machine-a", crash=crash,
-                           start=[(workflow, workflow_id, list(args), {})])
-        if reply is not None:
-            _deliver(address, workflow_id, signal, reply, machine_a, after_step, reply_after,
-                     patience)
-        report = _report_of(machine_a, patience + reply_after + STARTUP)
+        # machine-a's patience runs from the reply (from the run's start if none is sent),
+        # a moment only this side knows: it is told when to report (hurry), and its own
+        # timeout is a backstop. machine-b's runs from the moment it took over.
+        machine_a = launch(address, "machine-a", crash=crash, timeout=patience + reply_after
+                           + BACKSTOP, start=[(workflow, workflow_id, list(args), {})])
+        _deliver(address, workflow_id, signal, reply, machine_a, after_step, reply_after,
+                 patience)
+        report = _report_of(machine_a, patience + STARTUP, hurry_after=patience)
         killed, replayed = machine_a.killed, []
         if report is None and killed:
             replayed = _completed(_history(address, workflow_id))
-            machine_b = launch(address, "machine-b", wait_for=[workflow_id], env=restart_env)
+            machine_b = launch(address, "machine-b", wait_for=[workflow_id], env=restart_env,
+                               timeout=patience + reply_after)
             report = _report_of(machine_b, patience + STARTUP)
         if report is None:
             log = (started[-1].log() or "").strip().splitlines()
@@ -172,19 +176,27 @@ def on_temporal(address: str, workflow: str, args, *, workflow_id: str, signal: 
             worker.kill()
 
 
-def _report_of(worker, timeout):
-    """The worker's report, or None if it died (or hung past `timeout`: then killed)."""
+def _report_of(worker, timeout, hurry_after=None):
+    """The worker's report, or None if it died (or hung past `timeout`: then killed). With
+    `hurry_after`, the worker is asked to report that many seconds from now, its run
+    ended or not."""
+    if hurry_after is not None:
+        try:
+            worker.join(hurry_after, kill=False)
+        except TimeoutError:
+            worker.hurry()
     try:
-        worker.join(timeout)
+        worker.join(timeout - (hurry_after or 0))
     except TimeoutError:
         return None
     return worker.report()
 
 
 def _deliver(address, workflow_id, signal, reply, worker, after_step, delay, patience) -> None:
-    """Send the reply once the run exists; with `after_step`, `delay` s after that activity
-    completed (or the run started a timer: it waits). Sent at once if the run ended or
-    its worker died first, and `patience` s after the run started at the latest."""
+    """Send the reply (None: none, only wait for the run to exist) once the run exists;
+    with `after_step`, `delay` s after that activity completed (or the run started a
+    timer: it waits). Sent at once if the run ended or its worker died first, and
+    `patience` s after the run started at the latest."""
     from . import temporal_support
     no_start_after = time.monotonic() + STARTUP
     give_up = None                                  # set when the run is first seen
@@ -207,6 +219,8 @@ def _deliver(address, workflow_id, signal, reply, worker, after_step, delay, pat
             if time.monotonic() > give_up:
                 break
         time.sleep(0.1)
+    if reply is None:
+        return
     try:
         temporal_support.signal(address, workflow_id, signal, reply)
     except Exception:          # the run had already ended: the reply came too late to matter

@@ -49,6 +49,7 @@ WORKFLOW_TASK_TIMEOUT = timedelta(seconds=4)
 # gives up on it after this long and uses the task queue (SDK default: 10 s).
 STICKY_TIMEOUT = timedelta(seconds=1)
 MODULES = ("refund_temporal", "temporal_pitfalls")      # registered on every worker
+HURRY = "hurry"            # the file Worker.hurry writes: report now, ended or not
 
 
 class HoldAt(CrashAt):
@@ -92,6 +93,11 @@ class Worker:
         self._wait_for("held", timeout)
         return self
 
+    def hurry(self):
+        """Ask the worker to report now on the runs it waits for, ended or not (the caller
+        has waited long enough, counted from a moment only the caller knows)."""
+        _touch(self._file(HURRY))
+
     def kill(self):
         """SIGKILL the worker, as a crashed machine: no cleanup runs."""
         if self.process.poll() is None:
@@ -99,13 +105,16 @@ class Worker:
         self.process.wait(30)
         return self
 
-    def join(self, timeout=120.0):
+    def join(self, timeout=120.0, kill=True):
+        """Wait for the worker to exit; past `timeout`, a TimeoutError (killed first, unless
+        `kill` is False)."""
         try:
             return self.process.wait(timeout)
         except subprocess.TimeoutExpired:
-            self.kill()
-            raise TimeoutError(f"worker {self.name!r} did not finish within {timeout}s "
-                               f"(killed):\n{self.log()}") from None
+            if kill:
+                self.kill()
+            raise TimeoutError(f"worker {self.name!r} did not finish within {timeout}s"
+                               f"{' (killed)' if kill else ''}:\n{self.log()}") from None
 
     @property
     def alive(self) -> bool:
@@ -213,7 +222,8 @@ async def _serve(spec) -> dict:
             _touch(os.path.join(spec["folder"], "ready"))
             ids += [w for w in spec["wait_for"] if w not in ids]
             deadline = time.monotonic() + spec["timeout"]
-            report = {w: await outcome(client, w, deadline) for w in ids}
+            hurry = os.path.join(spec["folder"], HURRY)
+            report = {w: await outcome(client, w, deadline, hurry) for w in ids}
             await asyncio.sleep(spec["linger"])
     return report
 
@@ -237,10 +247,16 @@ async def start(client, workflow, workflow_id, args, task_queue, task_timeout=No
         return client.get_workflow_handle(workflow_id)
 
 
-async def outcome(client, workflow_id, deadline=None) -> dict:
-    """Wait (until `deadline`, a time.monotonic() value) for a run to end; describe it."""
+async def outcome(client, workflow_id, deadline=None, hurry=None) -> dict:
+    """Wait (until `deadline`, a time.monotonic() value, or until a file `hurry` exists)
+    for a run to end; describe it."""
     from temporalio.client import WorkflowFailureError
     from temporalio.service import RPCError, RPCStatusCode
+
+    def enough() -> bool:
+        return (deadline is not None and time.monotonic() > deadline) or \
+            (hurry is not None and os.path.exists(hurry))
+
     handle = client.get_workflow_handle(workflow_id)
     found = {"status": None, "result": None, "error": None}
     while True:                    # another worker may not have started it yet
@@ -250,17 +266,20 @@ async def outcome(client, workflow_id, deadline=None) -> dict:
         except RPCError as exc:
             if exc.status != RPCStatusCode.NOT_FOUND:
                 raise
-            if deadline is not None and time.monotonic() > deadline:
+            if enough():
                 return found
             await asyncio.sleep(0.1)
-    left = None if deadline is None else max(0.1, deadline - time.monotonic())
+    result = asyncio.ensure_future(handle.result())
     try:
-        found["result"] = await asyncio.wait_for(handle.result(), left)
-    except asyncio.TimeoutError:
-        pass
+        while not result.done() and not enough():
+            await asyncio.wait([result], timeout=0.25)
+        if result.done():
+            found["result"] = result.result()
     except WorkflowFailureError as exc:
         cause = exc.cause
         found["error"] = f"{type(cause).__name__}: {cause}"
+    finally:
+        result.cancel()
     described = await handle.describe()
     found["status"] = described.status.name if described.status is not None else None
     return found

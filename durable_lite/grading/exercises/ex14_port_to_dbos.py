@@ -482,7 +482,9 @@ LONG_DEADLINES = (4.3, 5.0)   # seconds on DBOS): no one constant lasts both, as
 EARLY, LATE = 0.25, 2.0       # a wait may be EARLY shorter or LATE longer than its deadline
 LATE_ANSWER = (1.8, 2.4)      # the late-answer test answers this long after the wait began,
 LATE_DEADLINE = (5.0, 6.5)    # within a deadline drawn from here
-PATIENCE = 12.0               # how long the grader waits for a port's run to end
+PATIENCE = 12.0               # how long the grader waits for a port's run to end, from
+                              # the answer (or, unanswered, from the run's first sight)
+BACKSTOP = 30.0               # more seconds for a worker that does not report when asked
 
 
 def pause_on_durable_lite(folder, case, deadline, answer, delay=0.0) -> dict:
@@ -510,34 +512,39 @@ def pause_on_dbos(folder, url, module, module_folder, case, deadline, answer,
                   delay=0.0) -> dict:
     """The port in a DBOS worker; the answer, if any, sent as a message once the workflow
     exists, or `delay` seconds after its "ask" step was recorded (as its wait began). Its
-    status is "running" if it had not ended PATIENCE seconds after that; "waited" is how
-    long the run waited between its "ask" step and its next one, by DBOS's own record of
-    the steps (None if it recorded no step after "ask")."""
+    status is "running" if it had not ended PATIENCE seconds after the answer was sent
+    (or, unanswered, after the workflow was first seen): a busy machine's slow start is
+    not the port's wait. "waited" is how long the run waited between its "ask" step and
+    its next one, by DBOS's own record of the steps (None if it recorded no step after
+    "ask")."""
     world = case.world(folder)
     worker = dbos_worker.start_worker(
         url, f"pause-{case.run_id}", imports=[module], python_path=[module_folder],
-        timeout=PATIENCE + delay, start=[(f"{module}.pause_subscription", case.run_id,
-                                  [world, case.sub_id], {"deadline": deadline})])
+        timeout=PATIENCE + delay + BACKSTOP,
+        start=[(f"{module}.pause_subscription", case.run_id, [world, case.sub_id],
+                {"deadline": deadline})])
     try:
-        if answer is not None and _started(worker, url, case.run_id,
-                                           after_step="ask" if delay else None):
+        if _started(worker, url, case.run_id,
+                    after_step="ask" if answer is not None and delay else None) \
+                and answer is not None:
             time.sleep(delay)
             client = dbos_support.client(url)
             try:
                 client.send(case.run_id, answer, subscriptions.CONFIRM)
             finally:
                 client.destroy()
-        report = killed.reported(worker, PATIENCE + delay + 30)
+        report = killed.reported(worker, PATIENCE + BACKSTOP, hurry_after=PATIENCE)
     finally:
         worker.kill()                  # also when the test is stopped while it waits
+    since = "the answer was sent" if answer is not None else "it started"
     if report is None:
-        return {"status": None, "result": None, "steps": [], "waited": None,
+        return {"status": None, "result": None, "steps": [], "waited": None, "since": since,
                 "error": f"the worker could not run your port: {killed.last_error(worker.log())}",
                 **recorded(world)}
     found = report[case.run_id]
     status = found["status"]
     return {"status": None if status is None else dbos_support.status_word(status),
-            "result": found["result"], "error": found["error"],
+            "result": found["result"], "error": found["error"], "since": since,
             "steps": [s for s in found["steps"] if not s.startswith("DBOS.")],  # not recv
             "waited": _waited_after("ask", found["times"]), **recorded(world)}
 
@@ -614,8 +621,8 @@ def _judge_pause(original, port, case, what, wait=None) -> None:
     if port["status"] is None:
         raise Fail(f"{what}: {port['error']}", IMPORT_HINT)
     if port["status"] == "running":
-        raise Fail(f"{what}: {PATIENCE:g} s later your port was still waiting (the original "
-                   f"ended {original['result']['outcome']!r})",
+        raise Fail(f"{what}: {PATIENCE:g} s after {port['since']} your port was still waiting "
+                   f"(the original ended {original['result']['outcome']!r})",
                    "the answer arrives as a DBOS message on the topic the original waits on "
                    "(CONFIRM), and the deadline is the workflow's `deadline` argument, in "
                    "seconds")

@@ -1,0 +1,57 @@
+"""A worker told to hurry reports at once on a run that is still waiting.
+
+A grader counts its patience from a moment only it knows (the answer sent), not from the
+worker's start, which a busy machine can delay by seconds: it tells the worker when it has
+waited long enough. These runs wait for an approval nobody sends, with a deadline far
+away and a worker timeout far away too, so only the hurry can end the wait."""
+
+import time
+
+from engines_support import *  # noqa: F401,F403
+
+from durable_lite.engines import dbos_worker, killed, temporal_support
+from durable_lite.engines.killed_waiting import _report_of
+from durable_lite.engines.temporal_worker import start_worker as start_temporal_worker
+
+FAR = 600             # seconds: the approval deadline and the workers' own timeout
+
+
+def test_a_hurried_dbos_worker_reports_its_waiting_workflow(sqlite_url, world):
+    worker = dbos_worker.start_worker(
+        sqlite_url, "hurried", timeout=FAR,
+        start=[("refund_dbos.refund_with_approval", "hurry-A-1", [world, "A-1", 250],
+                {"approval_timeout": FAR})])
+    began = time.monotonic()
+    report = killed.reported(worker, timeout=120, hurry_after=2)
+    took = time.monotonic() - began
+    assert report is not None, worker.log()
+    assert report["hurry-A-1"]["status"] == "PENDING"      # still waiting for the approval
+    assert report["hurry-A-1"]["steps"][0] == "lookup"
+    assert 2 <= took < 100                                 # asked at 2 s, long before FAR
+
+
+def test_an_unhurried_dbos_worker_is_left_to_its_own_timeout(sqlite_url, world):
+    worker = dbos_worker.start_worker(
+        sqlite_url, "patient", timeout=3,
+        start=[("refund_dbos.refund_with_approval", "hurry-A-2", [world, "A-2", 250],
+                {"approval_timeout": FAR})])
+    report = killed.reported(worker, timeout=120)
+    assert report is not None, worker.log()
+    assert report["hurry-A-2"]["status"] == "PENDING"
+
+
+def test_a_hurried_temporal_worker_reports_its_waiting_run(temporal_address, world):
+    worker = start_temporal_worker(temporal_address, "hurried", task_queue="q-hurry",
+                                   timeout=FAR, start=[
+        ("refund_with_approval", "hurry-A-3", [world, "A-3", 250, 100, FAR, 0.2], {})])
+    try:
+        temporal_support.wait_for_timer(temporal_address, "hurry-A-3", "approval deadline")
+        began = time.monotonic()
+        report = _report_of(worker, timeout=120, hurry_after=1)
+        took = time.monotonic() - began
+    finally:
+        worker.kill()
+    assert report is not None, worker.log()
+    assert temporal_support.status_word(report["hurry-A-3"]["status"]) == "running"
+    assert report["hurry-A-3"]["result"] is None
+    assert 1 <= took < 100
