@@ -104,3 +104,30 @@ def test_a_status_read_waits_while_another_thread_is_starting_a_child():
     reader.join(120)
     starting.join(120)
     assert read == [0] and started == [3]
+
+
+def _preloads_after(imports, asking) -> list:
+    """What the fork server would preload in a fresh Python that imported `imports` and then
+    asked forked.context(`asking`) for its context."""
+    import json
+    import subprocess
+    import sys
+    code = ("import importlib, json, sys\n"
+            f"for name in {list(imports)!r}: importlib.import_module(name)\n"
+            "from durable_lite.engines import forked\n"
+            f"forked.context({asking!r})\n"
+            "from multiprocessing import forkserver\n"
+            "print(json.dumps(forkserver._forkserver._preload_modules))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300, check=True)
+    return json.loads(out.stdout)
+
+
+def test_the_fork_server_preloads_every_engine_this_process_uses():
+    dbos, langgraph = forked.WORKER_MODULES
+    # only LangGraph here: DBOS is not imported for nothing
+    assert _preloads_after([langgraph], langgraph) == [langgraph]
+    # both imported: whichever engine starts the server first, both are imported in it,
+    # so the other's workers do not import their engine one by one
+    assert _preloads_after([dbos, langgraph], langgraph) == [langgraph, dbos]
+    assert _preloads_after([dbos, langgraph], dbos) == [dbos, langgraph]

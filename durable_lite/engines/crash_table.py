@@ -267,16 +267,10 @@ def measure(workdir, temporal_address, dbos_url=None, jobs: int = 6, cases=CASES
 
 def _warm_up() -> None:
     """Start one fork server for both DBOS's and LangGraph's worker processes, with both
-    engines imported in it once (each worker module alone would preload only its own, and
-    the other's workers would then import their engine, for seconds, one by one). Nothing
-    changes if a fork server runs already."""
-    import multiprocessing
-    from multiprocessing import forkserver
-
-    from . import dbos_worker, langgraph_worker
-    multiprocessing.get_context("forkserver").set_forkserver_preload(
-        [dbos_worker.__name__, langgraph_worker.__name__])
-    forkserver.ensure_running()
+    engines imported in it once (forked.context). Nothing changes if a fork server runs
+    already."""
+    from . import dbos_worker, langgraph_worker  # noqa: F401  (both imported: both preloaded)
+    dbos_worker.warm_up()
 
 
 def committed() -> CrashTable:

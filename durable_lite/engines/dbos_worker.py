@@ -25,7 +25,6 @@ import atexit
 import functools
 import importlib
 import json
-import multiprocessing
 import os
 import shutil
 import signal
@@ -175,9 +174,7 @@ def warm_up():
 
 @functools.lru_cache(maxsize=None)
 def _context():
-    ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload([__name__])     # DBOS imported once, in the fork server
-    return ctx
+    return forked.context(__name__)            # DBOS imported once, in the fork server
 
 
 # the worker's side -------------------------------------------------------------------------

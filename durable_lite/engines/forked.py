@@ -17,15 +17,33 @@ themselves: 33 of the 240 read 255. The crash table met it once in a CI run.)
 Here every start and every look at a child's status holds one lock, and a wait for a
 child to end watches its sentinel, which reads nothing, before it takes the lock.
 
-    child = forked.start(context.Process(target=main, args=(spec,)))
+    child = forked.start(forked.context(__name__).Process(target=main, args=(spec,)))
     child.join(120)              # None: still running
     child.exitcode               # -9: it was killed
+
+A Python has one fork server, and what it imports ahead (its preload) is fixed when it
+starts. context() has it preload every engine's worker module this process has imported
+by then, not only the first one asked for: a process that uses both engines (a test
+run, lesson 15) would otherwise import the other engine again in each of its workers, for
+a second or two each; one that uses only one engine does not pay for the other.
 """
 
+import multiprocessing
 import multiprocessing.connection
+import sys
 import threading
 
 _STATUS = threading.Lock()      # held by every start and every status read
+WORKER_MODULES = ("durable_lite.engines.dbos_worker", "durable_lite.engines.langgraph_worker")
+
+
+def context(module: str):
+    """multiprocessing's fork-server context, its server preloading `module` and the other
+    worker modules already imported here (if it has not started yet)."""
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(
+        [module] + [m for m in WORKER_MODULES if m != module and m in sys.modules])
+    return ctx
 
 
 class Child:

@@ -24,7 +24,6 @@ import atexit
 import functools
 import importlib
 import json
-import multiprocessing
 import os
 import shutil
 import signal
@@ -140,11 +139,7 @@ def warm_up():
 
 @functools.lru_cache(maxsize=None)
 def _context():
-    ctx = multiprocessing.get_context("forkserver")
-    # One fork server serves the whole process: if DBOS's workers started it first, it
-    # preloaded DBOS instead, and LangGraph is imported by each worker (slower, same result).
-    ctx.set_forkserver_preload([__name__])
-    return ctx
+    return forked.context(__name__)            # LangGraph imported once, in the fork server
 
 
 # the worker's side -------------------------------------------------------------------------
