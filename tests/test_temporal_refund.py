@@ -109,3 +109,14 @@ def test_the_approval_is_a_signal_and_the_cooling_off_a_durable_timer(temporal_a
                      ("cooling off", "timer", "completed"), ("close", "step", "completed")]
     assert rows[2]["result"] == {"approved": True, "by": "ana"}
     # the answer came before the deadline, so the deadline's timer was cancelled
+
+
+def test_a_worker_build_id_follows_the_source_it_registers(tmp_path, monkeypatch):
+    from durable_lite.engines.temporal_worker import build_id
+    (tmp_path / "port_a.py").write_text("VALUE = 1\n")
+    (tmp_path / "port_b.py").write_text("VALUE = 2\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    course = build_id(["refund_temporal"])
+    assert course == build_id(["refund_temporal"]) and len(course) == 32
+    assert build_id(["refund_temporal", "port_a"]) != build_id(["refund_temporal", "port_b"])
+    assert build_id(["refund_temporal", "port_a"]) != course
