@@ -91,3 +91,25 @@ def test_a_kernel_that_dies_every_time_or_never_answers_is_reported(monkeypatch)
             assert not launched[-1].is_alive(), "the kernel that failed was left running"
         finally:
             sandbox.remove()
+
+
+def test_a_grading_kernel_runs_without_a_debugger_and_with_the_notebook_folder_on_its_path():
+    """kernel_launcher.py: ipykernel's launcher minus debugpy (a graded notebook is never
+    debugged), and otherwise the same kernel: the notebook's own folder is importable."""
+    sandbox = isolation.Sandbox("launcher")
+    (sandbox.work / "beside_the_notebook.py").write_text("ANSWER = 42\n")
+    kernel = None
+    try:
+        kernel = isolation.Kernel.start(sandbox, startup_timeout=120)
+        outputs = []
+        reply = kernel.execute(
+            "import sys\nfrom ipykernel import debugger\nimport beside_the_notebook\n"
+            "print(sys.modules.get('debugpy', 'absent'), debugger._is_debugpy_available,\n"
+            "      '_pydevd_bundle' in sys.modules, beside_the_notebook.ANSWER)",
+            timeout=120, outputs=outputs)
+        assert reply["status"] == "ok", outputs
+        assert [o["text"] for o in outputs] == ["None False False 42\n"]
+    finally:
+        if kernel is not None:
+            kernel.stop()
+        sandbox.remove()

@@ -145,7 +145,8 @@ class Kernel:
         from jupyter_client.kernelspec import KernelSpec
 
         self.sandbox = sandbox
-        launcher = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+        launcher = [sys.executable, "-m", "durable_lite.grading.kernel_launcher",
+                    "-f", "{connection_file}"]
         if sys.platform.startswith("linux"):
             launcher = [sys.executable, "-m", "durable_lite.grading.reaper", "--", *launcher]
         self.km = KernelManager(connection_file=str(sandbox.runtime / "kernel.json"))

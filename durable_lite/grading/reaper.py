@@ -1,7 +1,7 @@
 """The parent of one graded notebook's kernel: every process the kernel starts stays below it,
 and none outlives it.
 
-    python -m durable_lite.grading.reaper -- python -m ipykernel_launcher -f CONNECTION_FILE
+    python -m durable_lite.grading.reaper -- python -m durable_lite.grading.kernel_launcher -f CONNECTION_FILE
 
 On Linux it makes itself a "child subreaper" (prctl PR_SET_CHILD_SUBREAPER): a process the
 notebook starts and then orphans — a daemon that double-forks, a `Popen` with
