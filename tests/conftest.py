@@ -15,6 +15,9 @@ once. Which lessons need an engine is read from the notebooks (they import
 import json
 import os
 import re
+import shutil
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -115,6 +118,37 @@ def pytest_xdist_auto_num_workers(config):
 def pytest_configure(config):
     config.addinivalue_line("markers", "engines_missing: a lesson whose engines are not "
                                        "installed here (it fails, saying so)")
+    _temporary_files_in_memory(config)
+
+
+SHM, SHM_NEEDED = "/dev/shm", 4 * 2 ** 30     # bytes free it must have to be used
+
+
+def _temporary_files_in_memory(config) -> None:
+    """On Linux, the run's temporary files (TMPDIR: pytest's tmp_path, every store, world,
+    kernel sandbox and server below it) go to /dev/shm, a file system in memory.
+
+    The suite creates thousands of small SQLite files and folders, and on a disk each
+    costs the file system's journal as well (opening and closing a store, measured: 4.6 ms
+    of CPU on an ext4 disk, 2.4 ms in memory). What the tests prove does not change: a
+    process is killed with SIGKILL, never the machine's power, and what a killed process
+    wrote is in the kernel's memory either way. Set in the first process only, before
+    the workers start (they inherit it); removed at the end. DURABLE_LITE_TEST_TMPDIR=keep
+    leaves TMPDIR alone."""
+    if hasattr(config, "workerinput") or not sys.platform.startswith("linux"):
+        return
+    if os.environ.get("DURABLE_LITE_TEST_TMPDIR") == "keep":
+        return
+    try:
+        found = os.statvfs(SHM)
+    except OSError:
+        return
+    if found.f_bavail * found.f_frsize < SHM_NEEDED or not os.access(SHM, os.W_OK):
+        return
+    folder = tempfile.mkdtemp(prefix="dlt-", dir=SHM)    # short: Unix socket paths
+    os.environ["TMPDIR"] = folder
+    tempfile.tempdir = None                                # gettempdir() reads it again
+    config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
 
 
 def pytest_terminal_summary(terminalreporter, config):

@@ -400,3 +400,19 @@ def test_the_lessons_that_run_real_engines_are_found_and_fail_only_where_they_ca
     assert (why is None) == all(ok for ok, _ in checks)
     if why is not None:
         assert all(reason in why for ok, reason in checks if not ok)
+
+
+def test_the_suite_keeps_its_temporary_files_in_memory_where_linux_has_room():
+    """conftest.py moves TMPDIR to /dev/shm for the run (or leaves it, saying why here)."""
+    import tempfile
+
+    import conftest
+    here = tempfile.gettempdir()
+    if os.environ.get("DURABLE_LITE_TEST_TMPDIR") == "keep" or not sys.platform.startswith("linux"):
+        assert not here.startswith(conftest.SHM + "/dlt-")
+        return
+    found = os.statvfs(conftest.SHM)
+    if found.f_bavail * found.f_frsize < conftest.SHM_NEEDED:
+        return                               # too little room: the disk it is
+    assert here.startswith(conftest.SHM + "/dlt-") and os.path.isdir(here)
+    assert os.environ["TMPDIR"] == here

@@ -393,6 +393,6 @@ def test_the_playground_is_committed_clean():
     assert "ledger(" in "".join(code[0]["source"]) and "@dl.workflow" in "".join(code[0]["source"])
     text = json.dumps([c["outputs"] for c in code])
     assert "application/vnd.jupyter.widget-view+json" not in text and "widgets" not in nb["metadata"]
-    assert not re.search(r"/tmp/|/home/|/Users/|durable-lite-sweep-", text)
+    assert not re.search(r"/tmp/|/dev/shm/|/home/|/Users/|durable-lite-sweep-", text)
     links = re.findall(r"\]\(([^)]+\.ipynb)\)", "".join("".join(c["source"]) for c in nb["cells"]))
     assert links and all(os.path.exists(os.path.join(root, "notebooks", link)) for link in links)
