@@ -9,6 +9,7 @@ was scored "kernel did not start" (or its questions "not checked").
 """
 
 import sys
+import tempfile
 import threading
 
 import pytest
@@ -113,3 +114,19 @@ def test_a_grading_kernel_runs_without_a_debugger_and_with_the_notebook_folder_o
         if kernel is not None:
             kernel.stop()
         sandbox.remove()
+
+
+def test_a_sandbox_leaves_room_for_a_unix_socket_in_its_temporary_folder(tmp_path, monkeypatch):
+    """multiprocessing's fork server listens on a Unix socket in TMPDIR (before Python 3.12
+    on Linux, always on macOS): at most 104 characters on macOS, 108 on Linux."""
+    socket = "/pymp-abcdefgh/listener-abcdefgh"
+    long_temp = tmp_path / ("x" * 60)                # as long as macOS's /var/folders/...
+    long_temp.mkdir()
+    for temp in (None, str(long_temp)):
+        monkeypatch.setattr(tempfile, "tempdir", temp)
+        sandbox = isolation.Sandbox("15_port_to_temporal_and_langgraph")
+        try:
+            assert len(str(sandbox.tmp) + socket) < 104, sandbox.tmp
+            assert sandbox.root.name.startswith("dl-grade-15-")
+        finally:
+            sandbox.remove()

@@ -403,16 +403,17 @@ def test_the_lessons_that_run_real_engines_are_found_and_fail_only_where_they_ca
 
 
 def test_the_suite_keeps_its_temporary_files_in_memory_where_linux_has_room():
-    """conftest.py moves TMPDIR to /dev/shm for the run (or leaves it, saying why here)."""
+    """conftest.py moves TMPDIR to /dev/shm for the run where Linux has 4 GB free there
+    (DURABLE_LITE_TEST_TMPDIR=keep leaves it alone)."""
     import tempfile
-
-    import conftest
     here = tempfile.gettempdir()
+    moved = here.startswith("/dev/shm/dlt-")
     if os.environ.get("DURABLE_LITE_TEST_TMPDIR") == "keep" or not sys.platform.startswith("linux"):
-        assert not here.startswith(conftest.SHM + "/dlt-")
+        assert not moved
         return
-    found = os.statvfs(conftest.SHM)
-    if found.f_bavail * found.f_frsize < conftest.SHM_NEEDED:
-        return                               # too little room: the disk it is
-    assert here.startswith(conftest.SHM + "/dlt-") and os.path.isdir(here)
-    assert os.environ["TMPDIR"] == here
+    if not os.path.isdir("/dev/shm"):
+        assert not moved
+        return
+    assert moved or shutil.disk_usage("/dev/shm").free < 4 * 2 ** 30, here
+    if moved:
+        assert os.environ["TMPDIR"] == here and os.path.isdir(here)

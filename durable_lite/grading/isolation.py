@@ -71,11 +71,25 @@ def _warm_up() -> None:
             sandbox.remove()
 
 
+def _short_temp():
+    """The temporary folder, or /tmp where that one's path is long and /tmp is usable."""
+    here = tempfile.gettempdir()
+    if len(here) > 40 and os.path.isdir("/tmp") and os.access("/tmp", os.W_OK):
+        return "/tmp"
+    return here
+
+
 class Sandbox:
     """The private folders and environment of one notebook's kernel."""
 
     def __init__(self, label="notebook"):
-        self.root = Path(tempfile.mkdtemp(prefix=f"durable-lite-grade-{label}-"))
+        # A short path: the kernel's TMPDIR is inside it, and a Unix socket made there
+        # (multiprocessing's fork server, before Python 3.12 on Linux and always on macOS)
+        # must stay under 104-108 characters in all. "15_port_to_temporal_and_langgraph"
+        # is "15" here, and a long temporary folder (macOS's /var/folders/...) gives way
+        # to /tmp.
+        short = label.split("_")[0]
+        self.root = Path(tempfile.mkdtemp(prefix=f"dl-grade-{short}-", dir=_short_temp()))
         self.token = os.urandom(8).hex()
         self.home = self.root / "home"
         self.ipython = self.home / ".ipython"
