@@ -106,7 +106,11 @@ def report(result):
     out = [f"durable_lite step overhead - {meta['repeats']} repeat(s) per row, median "
            f"(min-max); {meta['cpu_count']} CPU(s), Python {meta['python']}, "
            f"SQLite {meta['sqlite']}; load average {load[0]:.2f} before, "
-           f"{load[1]:.2f} after (1 min){peak}", ""]
+           f"{load[1]:.2f} after (1 min){peak}"]
+    if meta.get("file_system") in ("tmpfs", "ramfs"):
+        out.append(f"  its files were on {meta['file_system']}, held in memory: every fsync "
+                   "was free, and the power-loss rows measure nothing")
+    out.append("")
     out.append("Writing: wall time of a workflow of N trivial steps / N")
     out.append(table(["system", "mode", "N", "us/step", "min-max", "x bare", "bare mode"],
                      write_rows(result)))

@@ -41,6 +41,7 @@ if HERE not in sys.path:                 # so `import writing` works from any di
     sys.path.insert(0, HERE)
 
 import durable_lite as dl                # noqa: E402
+from durable_lite.lab import workspace    # noqa: E402
 
 import report                            # noqa: E402
 from import_time import measure_import   # noqa: E402
@@ -179,8 +180,10 @@ def main(argv=None):
         return show(args)
     progress = Progress(quiet=args.quiet)
     load_before = os.getloadavg()[0]
-    folder = args.workdir or tempfile.mkdtemp(prefix="dl-bench-")
+    # on a disk: a temporary folder held in memory (tmpfs) makes every fsync free
+    folder = args.workdir or tempfile.mkdtemp(prefix="dl-bench-", dir=workspace.disk_folder())
     os.makedirs(folder, exist_ok=True)
+    file_system = workspace.file_system(folder)
     try:
         m = measure(args, folder, progress)
     finally:
@@ -198,7 +201,7 @@ def main(argv=None):
             "python": platform.python_version(), "sqlite": sqlite3.sqlite_version,
             "platform": platform.platform(), "cpu_count": os.cpu_count(),
             "durable_lite": dl.__version__, "dbos": dbos_version, **m["meta"],
-            "steps": args.steps, "repeats": args.repeats,
+            "steps": args.steps, "repeats": args.repeats, "file_system": file_system,
             "duration_s": progress.elapsed,
             # 1-minute load average before and after, and the highest seen while it ran:
             # other work on the machine skews timings

@@ -33,7 +33,7 @@ def report(tmp_path_factory):
     proc = subprocess.run(
         [sys.executable, str(SCRIPT), "--steps", "3", "5", "--repeats", "1",
          "--import-repeats", "1", "--trace-steps", "7", "--no-dbos", "--json", str(out / "result.json"),
-         "--plot", str(out / "plot.png"), "--workdir", str(out / "work")],
+         "--plot", str(out / "plot.png")],     # no --workdir: its own folder, on a disk
         capture_output=True, text=True, timeout=240, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout, json.loads((out / "result.json").read_text()), out, proc.stderr
@@ -69,10 +69,26 @@ def test_dbos_is_reported_as_skipped_and_targets_are_evaluated(report):
     assert all(isinstance(t["met"], bool) for t in result["targets"])
 
 
-def test_the_load_average_is_recorded(report):
-    _, result, _, _ = report
+def test_the_load_average_and_the_file_system_are_recorded(report):
+    stdout, result, _, _ = report
     meta = result["meta"]
     assert len(meta["load_average"]) == 2 and meta["load_average_max"] >= 0
+    # measured on a disk even where the temporary folder is in memory (this run's is, on
+    # Linux); "" only where there is no mount table to read
+    assert meta["file_system"] not in ("tmpfs", "ramfs")
+    assert "held in memory" not in stdout
+
+
+def test_a_run_on_a_file_system_in_memory_is_flagged_in_its_report():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import report as bench_report
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    result = json.loads(REFERENCE.read_text())
+    assert "held in memory" not in bench_report.report(result)
+    result["meta"]["file_system"] = "tmpfs"
+    assert "held in memory: every fsync was free" in bench_report.report(result)
 
 
 def test_table_is_printed_with_a_row_for_what_did_not_run(report):

@@ -3,12 +3,15 @@ break-even map, and the decision table (its model, and the widget driven like a 
 drives it). No timing is asserted: only that every rung was timed and shown."""
 
 import json
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 
 from durable_lite import costs
-from durable_lite.lab import break_even, decision_table, ladder
+from durable_lite.lab import break_even, decision_table, ladder, workspace
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = json.loads((ROOT / "benchmarks" / "reference_run.json").read_text())
@@ -29,6 +32,51 @@ def test_measure_ladder_times_every_local_rung(tmp_path):
         rows = [json.loads(line) for line in data.split(b"\n")[:5]]
         assert [r[1] for r in rows] == list(range(5))
         assert rows[0][2:5] == ["step", ladder.STEP_NAME, 1]
+
+
+MOUNTS = """\
+/dev/vda / ext4 rw,relatime 0 0
+tmpfs /dev/shm tmpfs rw,nosuid,nodev 0 0
+tmpfs /tmp tmpfs rw 0 0
+/dev/vdb /tmp/a\\040disk xfs rw 0 0
+"""
+
+
+@pytest.mark.parametrize("path, kind", [
+    ("/", "ext4"), ("/home/someone/course", "ext4"), ("/dev/shm/x", "tmpfs"), ("/tmp", "tmpfs"),
+    ("/tmp/a disk/runs.db", "xfs"), ("/tmpfiles", "ext4"),   # a longer name, not inside /tmp
+])
+def test_the_file_system_of_a_path_is_its_deepest_mount(tmp_path, path, kind):
+    table = tmp_path / "mounts"
+    table.write_text(MOUNTS)
+    assert workspace.file_system(path, str(table)) == kind
+    assert workspace.file_system(path, str(tmp_path / "absent")) == ""   # no table: unknown
+
+
+def test_the_ladder_is_timed_on_a_disk_where_the_temporary_folder_is_in_memory(
+        tmp_path, monkeypatch):
+    # fdatasync in memory waits for nothing (the test run's own TMPDIR is a tmpfs on
+    # Linux): without a folder, the ladder is timed beside the caller instead, and cleaned up
+    if not os.path.isdir("/dev/shm") or not workspace.in_memory("/dev/shm"):
+        pytest.skip("no file system in memory here to stand for a tmpfs /tmp (not Linux)")
+    if workspace.in_memory(ROOT):
+        pytest.skip("the course itself is held in memory here")
+    shm = tempfile.mkdtemp(dir="/dev/shm")
+    try:
+        monkeypatch.setattr(tempfile, "tempdir", shm)
+        monkeypatch.chdir(ROOT)
+        assert workspace.disk_folder() == str(ROOT)
+        before = set(os.listdir(ROOT))
+        measured = ladder.measure_ladder(steps=2, rounds=1, keys=("write", "fsync"))
+        assert [t.in_memory for t in measured] == [False, False]
+        assert set(os.listdir(ROOT)) == before and os.listdir(shm) == []
+        assert all(t.in_memory for t in ladder.measure_ladder(shm, steps=2, rounds=1,
+                                                              keys=("fsync",)))
+    finally:
+        shutil.rmtree(shm, ignore_errors=True)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    if not workspace.in_memory(tmp_path):        # one on a disk is used as it is
+        assert workspace.disk_folder() == str(tmp_path)
 
 
 def test_the_bare_rows_are_the_rows_durable_lite_stores(tmp_path):

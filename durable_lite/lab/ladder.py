@@ -17,7 +17,7 @@ checkpoint around it, not the step):
     DBOS on SQLite / Postgres    a real engine (timed by the benchmark only: it needs the
                                  `engines` extra and, for Postgres, a server)
 
-`measure_ladder(folder)` times the rungs that need nothing but the standard library, in a
+`measure_ladder()` times the rungs that need nothing but the standard library, in a
 second or two. The benchmark (`make bench`, in benchmarks/) times every rung with more
 steps and repeats; benchmarks/reference_run.json keeps a full run, which
 `reference_ladder` reads. Both time the same functions, from this module.
@@ -28,6 +28,7 @@ import os
 import socket
 import sqlite3
 import statistics
+import tempfile
 import time
 import uuid
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ from ..store import SQLiteStore
 from ..store.records import COMPLETED
 from ..store.schema import SCHEMA_1
 from ..workflow import workflow
+from . import workspace
 
 NOTHING, KILL, POWER = "nothing", "a process kill", "power loss"
 
@@ -245,6 +247,8 @@ class RungTiming:
     key: str
     steps: int
     per_step_us: Tuple[float, ...]
+    in_memory: bool = False      # its files were on a file system in memory (tmpfs), where
+                                 # fsync waits for no disk: no measure of power loss
 
     @property
     def rung(self) -> Rung:
@@ -261,17 +265,27 @@ class RungTiming:
         return min(self.per_step_us)
 
 
-def measure_ladder(folder, steps: int = 200, rounds: int = 3,
+def measure_ladder(folder=None, steps: int = 200, rounds: int = 3,
                    keys: Sequence[str] = LOCAL) -> List[RungTiming]:
     """Time the local rungs here and now: `rounds` runs of `steps` steps each (one or two
-    seconds with the defaults, most of it waiting for the disk)."""
+    seconds with the defaults, most of it waiting for the disk), their files in `folder`.
+
+    Without a folder, in a temporary one on a disk, removed afterwards: where the
+    temporary folder is held in memory (a tmpfs /tmp, as on many Linux systems), beside
+    the caller instead (workspace.disk_folder)."""
+    if folder is None:
+        with tempfile.TemporaryDirectory(prefix="durable-lite-ladder-",
+                                         dir=workspace.disk_folder()) as own:
+            return measure_ladder(own, steps, rounds, keys)
     systems = LadderSystems(folder)
     try:
         seconds = round_robin(systems.run, keys, steps, rounds,
                               before=lambda key: systems.prepare(key, steps))
     finally:
         systems.close()
-    return [RungTiming(key, steps, tuple(s / steps * 1e6 for s in seconds[key])) for key in keys]
+    memory = workspace.in_memory(folder)
+    return [RungTiming(key, steps, tuple(s / steps * 1e6 for s in seconds[key]), memory)
+            for key in keys]
 
 
 REFERENCE_RUN = "benchmarks/reference_run.json"

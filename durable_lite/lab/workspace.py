@@ -47,6 +47,42 @@ def scratch_folder(label="lesson") -> ScratchFolder:
     return ScratchFolder(label)
 
 
+MEMORY_FILE_SYSTEMS = {"tmpfs", "ramfs"}
+
+
+def file_system(path, mount_table="/proc/self/mounts") -> str:
+    """The type of file system `path` is on ("ext4", "tmpfs", ...), as Linux's mount table
+    says; "" where there is no such table to read (macOS, Windows)."""
+    path = os.path.realpath(path)
+    best, kind = "", ""
+    try:
+        with open(mount_table, encoding="utf-8") as mounts:
+            for line in mounts:
+                fields = line.split()
+                if len(fields) < 3:
+                    continue
+                point = fields[1].replace("\\040", " ")     # a space, as the table writes it
+                inside = path == point or path.startswith(point.rstrip("/") + "/")
+                if inside and len(point) >= len(best):
+                    best, kind = point, fields[2]
+    except OSError:
+        return ""
+    return kind
+
+
+def in_memory(path) -> bool:
+    """Whether `path` is on a file system held in memory, where fsync waits for nothing."""
+    return file_system(path) in MEMORY_FILE_SYSTEMS
+
+
+def disk_folder() -> str:
+    """Where to make a temporary folder that must be on a disk (one that times fsync): the
+    temporary folder if it is on a disk, else the current folder (a notebook's own: the
+    course's folder is on a disk), which the caller cleans up after itself."""
+    here = tempfile.gettempdir()
+    return os.getcwd() if in_memory(here) and not in_memory(os.getcwd()) else here
+
+
 def originals(root=".") -> List[Path]:
     """The course's files that learners work on in copies of their own (see YOURS)."""
     root = Path(root)
