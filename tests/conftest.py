@@ -146,9 +146,24 @@ def _temporary_files_in_memory(config) -> None:
     if found.f_bavail * found.f_frsize < SHM_NEEDED or not os.access(SHM, os.W_OK):
         return
     folder = tempfile.mkdtemp(prefix="dlt-", dir=SHM)    # short: Unix socket paths
+    # open to every user, as /tmp is (sticky: only a file's owner may remove it): tests
+    # that open a store as another user, and Postgres run as its own, reach their folders
+    os.chmod(folder, 0o1777)
     os.environ["TMPDIR"] = folder
     tempfile.tempdir = None                                # gettempdir() reads it again
-    config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
+    config.add_cleanup(lambda: _remove_last(folder))
+
+
+def _remove_last(folder) -> None:
+    """Remove the run's TMPDIR, after multiprocessing has removed its own folder inside it
+    (its fork server's socket), which it does at exit: removed first, multiprocessing's
+    clean-up failed loudly at the end of a run without workers that used a fork server."""
+    mp_util = sys.modules.get("multiprocessing.util")
+    if mp_util is None:
+        shutil.rmtree(folder, ignore_errors=True)
+        return
+    # exit finalizers run highest priority first; multiprocessing's folder goes at -100
+    mp_util.Finalize(None, shutil.rmtree, args=(folder, True), exitpriority=-1000)
 
 
 def pytest_terminal_summary(terminalreporter, config):

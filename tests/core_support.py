@@ -120,3 +120,20 @@ def python_path():
 
 __all__ = ["clock", "folder", "store_path", "stores", "engine", "fresh", "any_store", "eng", "again",
            "Calls", "step_entries", "count_writes", "python_path", "TESTS_DIR", "dl", "pytest", "sys", "os"]
+
+
+def open_and_say(path) -> str:
+    """Open and close a store at `path`: "opened", or "<error type>: <message>"."""
+    try:
+        dl.SQLiteStore(path).close()
+        return "opened"
+    except Exception as exc:                      # noqa: BLE001 - reported to the test
+        return f"{type(exc).__name__}: {exc}"
+
+
+def open_as_nobody(path, answer) -> None:
+    """In a child process run as root: become the user `nobody`, then open_and_say(path)
+    into the pipe `answer` (test_core_store.open_as_another_user)."""
+    os.setgid(65534)
+    os.setuid(65534)
+    answer.send(open_and_say(path))

@@ -5,10 +5,12 @@ Also what MemoryStore is for: everything is gone with the process.
 
 import hashlib
 import shutil
+import multiprocessing
 import sqlite3
 import tempfile
 
 from core_support import *  # noqa: F401,F403
+from core_support import open_and_say, open_as_nobody
 
 from durable_lite.errors import StoreFileError
 from durable_lite.store.schema import MIGRATIONS, SCHEMA_1, SCHEMA_VERSION
@@ -230,36 +232,28 @@ def shared_folder():
 
 
 def open_as_another_user(path):
-    """Open a store at `path` without root's right to write anywhere; return what happened.
-
-    Run as root (a container), the store is opened in a forked child that has become the
-    user `nobody`; run as anyone else, it is opened here. Either way the answer is a line:
+    """Open a store at `path` without root's right to write anywhere; return what happened:
     "opened" or "<error type>: <message>".
-    """
-    def attempt():
-        try:
-            dl.SQLiteStore(path).close()
-            return "opened"
-        except Exception as exc:                      # noqa: BLE001 - reported to the test
-            return f"{type(exc).__name__}: {exc}"
 
+    Run as root (a container), the store is opened in a child that has become the user
+    `nobody`. The child forks from multiprocessing's fork server, a process with one
+    thread: a fork of this one, which has several, could deadlock on a lock another thread
+    held. (A fresh `python` started as nobody cannot work: the interpreter may live where
+    nobody can reach, such as pyenv's under /root.) Run as anyone else, it is opened here."""
     if os.geteuid() != 0:
-        return attempt()
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:                                      # the child: drop root, try, report, exit
-        try:
-            os.close(read)
-            os.setgid(65534)
-            os.setuid(65534)
-            os.write(write, attempt().encode())
-        finally:
-            os._exit(0)
-    os.close(write)
-    with os.fdopen(read) as pipe:
-        answer = pipe.read()
-    os.waitpid(pid, 0)
-    return answer
+        return open_and_say(path)
+    ctx = multiprocessing.get_context("forkserver")
+    answer, send = ctx.Pipe(duplex=False)
+    child = ctx.Process(target=open_as_nobody, args=(path, send))
+    child.start()
+    send.close()
+    try:
+        return answer.recv() if answer.poll(120) else "no answer from the child"
+    except EOFError:
+        return f"the child ended with status {child.exitcode} and no answer"
+    finally:
+        child.join(30)
+        answer.close()
 
 
 def test_a_read_only_store_file_is_refused_untouched_naming_the_file(shared_folder):
