@@ -145,13 +145,30 @@ def _temporary_files_in_memory(config) -> None:
         return
     if found.f_bavail * found.f_frsize < SHM_NEEDED or not os.access(SHM, os.W_OK):
         return
-    folder = tempfile.mkdtemp(prefix="dlt-", dir=SHM)    # short: Unix socket paths
+    _remove_abandoned(SHM)
+    folder = tempfile.mkdtemp(prefix=f"dlt-{os.getpid()}-", dir=SHM)   # short: socket paths
     # open to every user, as /tmp is (sticky: only a file's owner may remove it): tests
     # that open a store as another user, and Postgres run as its own, reach their folders
     os.chmod(folder, 0o1777)
     os.environ["TMPDIR"] = folder
     tempfile.tempdir = None                                # gettempdir() reads it again
     config.add_cleanup(lambda: _remove_last(folder))
+
+
+def _remove_abandoned(shm) -> None:
+    """Remove the folders that runs which are gone left in /dev/shm: a run stopped by
+    Ctrl-C twice or killed never cleans up, and memory that holds files is not given back
+    until they go. A folder is its run's while the process it names (dlt-PID-...) lives."""
+    for entry in os.scandir(shm):
+        match = re.fullmatch(r"dlt-(\d+)-\w+", entry.name)
+        if match is None or not entry.is_dir(follow_symlinks=False):
+            continue
+        try:
+            os.kill(int(match.group(1)), 0)
+        except ProcessLookupError:
+            shutil.rmtree(entry.path, ignore_errors=True)
+        except OSError:             # alive, someone else's
+            pass
 
 
 def _remove_last(folder) -> None:

@@ -3,6 +3,7 @@ Postgres started from Python is always stopped (also when the code using it fail
 gets a SQLite it can use on every Python, and DBOS switches databases in one process
 without printing anything."""
 
+import glob
 import subprocess
 import sys
 from pathlib import Path
@@ -88,6 +89,25 @@ def test_temp_postgres_starts_answers_and_is_gone_after_the_block():
     assert not process.is_running() or process.status() == "zombie"
     with pytest.raises(RuntimeError, match="not running"):
         pg.url
+
+
+def _posix_shared_memory():
+    return set(glob.glob("/dev/shm/PostgreSQL.*"))
+
+
+def test_a_postgres_keeps_its_shared_memory_in_its_data_directory():
+    """A graded notebook's kernel ends with every process it started SIGKILLed, a
+    TempPostgres among them, and only a clean shutdown removes what PostgreSQL keeps in
+    /dev/shm: the server keeps it in its data directory instead, deleted with the folder.
+    (Not killed here: the 56-byte System V segment a killed server also leaves could not
+    be removed afterwards.)"""
+    before = _posix_shared_memory()
+    with postgres.TempPostgres("unit") as pg:
+        assert "mmap" in pg.psql("SHOW dynamic_shared_memory_type;")
+        assert "1 row" in pg.psql("SELECT count(*) FROM pg_class;")
+        assert _posix_shared_memory() == before
+        assert os.listdir(os.path.join(pg._folder, "data", "pg_dynshmem"))   # here instead
+    assert _posix_shared_memory() == before
 
 
 def test_starting_a_postgres_leaves_its_installed_files_untouched():

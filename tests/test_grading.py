@@ -14,7 +14,6 @@ import json
 import linecache
 import os
 import random
-import sqlite3
 import subprocess
 import sys
 
@@ -22,7 +21,7 @@ import nbformat
 import pytest
 
 import durable_lite as dl
-from durable_lite.examples import email_customer, lookup_order, world_at
+from durable_lite.examples import email_customer, lookup_order
 from durable_lite.grading import checker, checks, exercise
 from durable_lite.grading.grader import grade_notebook
 from durable_lite.grading.portable import NotPortable, module_source

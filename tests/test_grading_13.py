@@ -18,7 +18,6 @@ import re
 import nbformat
 import pytest
 
-from durable_lite import costs
 from durable_lite.grading import checks, exercise
 from durable_lite.grading.cases import Draw
 from durable_lite.grading.exercises import ex13_costs as ex13

@@ -25,7 +25,6 @@ draws fresh cases, and a second seed would prove nothing the first does not.
 
 import ast
 import importlib
-import os
 import re
 import secrets
 import subprocess

@@ -8,7 +8,6 @@ import json
 import sys
 
 import nbformat
-import pytest
 
 from durable_lite.grading import checker, checks
 from durable_lite.grading.checks import FAILED, NOT_ATTEMPTED, PASSED, QuestionResult

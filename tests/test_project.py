@@ -19,7 +19,6 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from packaging.markers import Marker
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
@@ -417,3 +416,25 @@ def test_the_suite_keeps_its_temporary_files_in_memory_where_linux_has_room():
     assert moved or shutil.disk_usage("/dev/shm").free < 4 * 2 ** 30, here
     if moved:
         assert os.environ["TMPDIR"] == here and os.path.isdir(here)
+        assert re.fullmatch(rf"/dev/shm/dlt-{os.getppid() if 'PYTEST_XDIST_WORKER' in os.environ else os.getpid()}-\w+", here), here
+
+
+def test_a_run_removes_the_temporary_folders_that_runs_now_gone_left_in_memory(tmp_path):
+    """A killed run's TMPDIR in /dev/shm holds memory until someone removes it: the next
+    run removes each folder whose run (the pid in its name) has ended, and only those."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("suite_conftest",
+                                                  os.path.join(ROOT, "tests", "conftest.py"))
+    suite_conftest = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(suite_conftest)
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()
+    names = {"gone": f"dlt-{ended.pid}-abc123", "mine": f"dlt-{os.getpid()}-def456",
+             "init's": "dlt-1-ghi789", "unnamed": "dlt-jkl012", "a file": f"dlt-{ended.pid}-x"}
+    for what, name in names.items():
+        if what == "a file":
+            (tmp_path / name).write_text("not a folder")
+        else:
+            (tmp_path / name / "inside").mkdir(parents=True)
+    suite_conftest._remove_abandoned(str(tmp_path))
+    assert sorted(os.listdir(tmp_path)) == sorted(n for w, n in names.items() if w != "gone")

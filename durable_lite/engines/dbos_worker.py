@@ -92,8 +92,7 @@ class Worker:
 
     def kill(self):
         """SIGKILL the worker, as a crashed machine: no cleanup runs."""
-        if self.process.is_alive():
-            os.kill(self.process.pid, signal.SIGKILL)
+        self.process.kill()
         self.process.join(30)
         return self
 

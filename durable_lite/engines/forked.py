@@ -66,6 +66,13 @@ class Child:
         with _STATUS:
             return self._process.is_alive()
 
+    def kill(self) -> None:
+        """SIGKILL it if it still runs. Under the lock: no other thread can reap it between
+        the look and the signal (a signal to a reaped pid fails, or hits another process)."""
+        with _STATUS:
+            if self._process.is_alive():
+                self._process.kill()
+
     def join(self, timeout=None):
         """Wait up to `timeout` seconds for the process to end; its exit status, or None."""
         multiprocessing.connection.wait([self._process.sentinel], timeout)

@@ -55,8 +55,7 @@ class Worker:
         return self.process.exitcode
 
     def kill(self):
-        if self.process.is_alive():
-            os.kill(self.process.pid, signal.SIGKILL)
+        self.process.kill()
         self.process.join(30)
         return self
 

