@@ -150,6 +150,7 @@ def _temporary_files_in_memory(config) -> None:
     # open to every user, as /tmp is (sticky: only a file's owner may remove it): tests
     # that open a store as another user, and Postgres run as its own, reach their folders
     os.chmod(folder, 0o1777)
+    os.environ["DURABLE_LITE_TEST_FIRST_TMPDIR"] = tempfile.gettempdir()   # for what must stay
     os.environ["TMPDIR"] = folder
     tempfile.tempdir = None                                # gettempdir() reads it again
     config.add_cleanup(lambda: _remove_last(folder))

@@ -416,6 +416,9 @@ def test_the_suite_keeps_its_temporary_files_in_memory_where_linux_has_room():
     assert moved or shutil.disk_usage("/dev/shm").free < 4 * 2 ** 30, here
     if moved:
         assert os.environ["TMPDIR"] == here and os.path.isdir(here)
+        # where a failure's screenshot goes, to outlive the run (tests/browser/conftest.py)
+        first = os.environ["DURABLE_LITE_TEST_FIRST_TMPDIR"]
+        assert os.path.isdir(first) and not first.startswith("/dev/shm/dlt-"), first
         assert re.fullmatch(rf"/dev/shm/dlt-{os.getppid() if 'PYTEST_XDIST_WORKER' in os.environ else os.getpid()}-\w+", here), here
 
 

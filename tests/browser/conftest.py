@@ -92,8 +92,9 @@ def open_lesson(lab_server, chromium, screenshot_folder, request):
 @pytest.fixture(scope="session")
 def screenshot_folder():
     """Where screenshots go: DURABLE_LITE_BROWSER_SHOTS if set (passing steps are kept there
-    too), else a temporary folder made at the first failure. Not pytest's own tmp folders:
-    pytest deletes all but the newest three, and other test runs may be going on."""
+    too), else a temporary folder made at the first failure, one that outlives the run.
+    Not pytest's own tmp folders: pytest deletes all but the newest three, and other test
+    runs may be going on."""
     chosen = os.environ.get("DURABLE_LITE_BROWSER_SHOTS")
     if chosen:
         Path(chosen).mkdir(parents=True, exist_ok=True)
@@ -102,7 +103,10 @@ def screenshot_folder():
 
     def folder():
         if not made:
-            made.append(Path(tempfile.mkdtemp(prefix="durable-lite-browser-")))
+            # the temporary folder the run started with: the run's own (in /dev/shm,
+            # tests/conftest.py) is removed at its end, with any failure's picture in it
+            where = os.environ.get("DURABLE_LITE_TEST_FIRST_TMPDIR") or None
+            made.append(Path(tempfile.mkdtemp(prefix="durable-lite-browser-", dir=where)))
         return made[0]
     return folder
 

@@ -362,8 +362,22 @@ class NotebookPage:
 
     def command(self, name: str):
         result = self.page.evaluate(_COMMAND_JS, [name, TIMEOUT_MS])
-        assert result != "timeout", f"{self.name}: {name} did not finish in {TIMEOUT_MS // 1000} s"
+        assert result != "timeout", \
+            f"{self.name}: {name} did not finish in {TIMEOUT_MS // 1000} s; {self.where_it_stands()}"
         return result
+
+    def where_it_stands(self) -> str:
+        """The kernel's status, the messages it has not finished, and each code cell's
+        execution count, for a message about a run that did not finish."""
+        try:
+            status, pending = self.page.evaluate(
+                "() => [window.__durableLitePanel.sessionContext.session.kernel.status,"
+                " Array.from(window.__durableLite.pending.values())]")
+            counts = [(c["index"], c["count"]) for c in self.cells()]
+        except Exception as error:           # the page may be what broke
+            return f"(the page could not say where the run stands: {error})"
+        return (f"kernel {status}, not finished: {pending or 'nothing'}; "
+                f"code cells (index, execution count): {counts}")
 
     def run_all(self) -> "NotebookPage":
         """Run → Run All Cells, wait for the last cell, then check every cell ran cleanly."""
