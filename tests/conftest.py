@@ -119,6 +119,40 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "engines_missing: a lesson whose engines are not "
                                        "installed here (it fails, saying so)")
     _temporary_files_in_memory(config)
+    _kernels_that_die_say_how()
+
+
+def _kernels_that_die_say_how() -> None:
+    """nbval's "Kernel died before replying to kernel_info" says nothing of how. Seen once
+    (every cell of one lesson on one worker, in a full run on Python 3.12, not again since):
+    this adds the kernel's exit status (-9: killed; 0 with no output: reaped by someone
+    else), how this process treats SIGCHLD, and the threads it runs, so the next one can
+    be told apart."""
+    import signal
+    import threading
+
+    from nbval import kernel as nbval_kernel
+
+    def start_new_kernel(startup_timeout=60, kernel_name="python", **kwargs):
+        km = nbval_kernel.KernelManager(kernel_name=kernel_name,
+                                        kernel_spec_manager=nbval_kernel.NbvalKernelspecManager())
+        km.start_kernel(**kwargs)
+        kc = km.client()
+        kc.start_channels()
+        try:
+            kc.wait_for_ready(timeout=startup_timeout)
+        except RuntimeError as exc:
+            process = getattr(km.provisioner, "process", None)
+            status = None if process is None else process.poll()
+            threads = sorted(t.name for t in threading.enumerate())
+            sigchld = signal.getsignal(signal.SIGCHLD)
+            kc.stop_channels()
+            km.shutdown_kernel()
+            raise RuntimeError(f"{exc}: its exit status {status}, SIGCHLD here "
+                               f"{getattr(sigchld, 'name', sigchld)}, threads here {threads}") from None
+        return km, kc
+
+    nbval_kernel.start_new_kernel = start_new_kernel
 
 
 SHM, SHM_NEEDED = "/dev/shm", 4 * 2 ** 30     # bytes free it must have to be used
