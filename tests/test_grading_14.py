@@ -638,7 +638,33 @@ def test_a_wait_on_another_topic_never_hears_the_answer(graded):
     results = graded[OTHER_TOPIC]
     assert failed(results) == {YES, LATE}
     assert "after the answer was sent your port was still waiting" in results[YES].message
+    assert "its steps recorded: lookup, ask" in results[YES].message        # where it waits
+    assert "DBOS retried" not in results[YES].message
     assert "topic" in results[YES].hint
+
+
+def test_a_run_still_waiting_says_where_and_whether_dbos_itself_was_retrying():
+    """A right port once stayed waiting 12 s after its answer in a full test run on a busy
+    machine: the message names the steps it had recorded and DBOS's own retries of its
+    database (each waits a second or more, doubling), so such a stall can be told apart."""
+    from types import SimpleNamespace
+    from durable_lite.engines import killed
+    log = ("starting\n"
+           "WARNING: Database connection failed: (sqlite3.OperationalError) database is "
+           "locked. Retrying in 1.21s (attempt 1)\n"
+           "WARNING: Database connection failed: (sqlite3.OperationalError) database is "
+           "locked. Retrying in 2.87s (attempt 2)\n")
+    retries = killed.engine_retries(log)
+    assert len(retries) == 2 and retries[-1].endswith("Retrying in 2.87s (attempt 2)")
+    assert killed.engine_retries("") == [] and killed.engine_retries(None) == []
+    case = SimpleNamespace(sub_id="K-1", run_id="sub-1", earlier_plans=[])
+    port = {"status": "running", "error": None, "since": "the answer was sent",
+            "steps": ["lookup", "ask"], "engine_retries": retries}
+    with pytest.raises(ex14.Fail) as failure:
+        ex14._judge_pause({"result": {"outcome": "paused"}}, port, case, "answered yes")
+    message = str(failure.value)
+    assert "its steps recorded: lookup, ask" in message and "'paused'" in message
+    assert "DBOS retried its own database 2 time(s), last: " in message and "2.87s" in message
 
 
 SLEEPS_FIRST = job("sleeps out the deadline, then looks", "q2",

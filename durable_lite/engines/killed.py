@@ -142,6 +142,12 @@ def _broken(worker, what) -> dict:
             "error": f"{what}: {last_error(worker.log())}"}
 
 
+def engine_retries(log: str) -> list:
+    """The lines of a worker's log where DBOS says it will try its database again (a lock
+    it could not get, a connection lost): each waits a second or more, doubling."""
+    return [line.strip() for line in (log or "").splitlines() if "Retrying in" in line]
+
+
 def last_error(log: str) -> str:
     """The line of a worker's log that says what went wrong (a traceback's last line)."""
     lines = [line.strip() for line in log.splitlines() if line.strip()]

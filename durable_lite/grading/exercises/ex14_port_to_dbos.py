@@ -545,6 +545,7 @@ def pause_on_dbos(folder, url, module, module_folder, case, deadline, answer,
     status = found["status"]
     return {"status": None if status is None else dbos_support.status_word(status),
             "result": found["result"], "error": found["error"], "since": since,
+            "engine_retries": killed.engine_retries(worker.log()),
             "steps": [s for s in found["steps"] if not s.startswith("DBOS.")],  # not recv
             "waited": _waited_after("ask", found["times"]), **recorded(world)}
 
@@ -621,8 +622,12 @@ def _judge_pause(original, port, case, what, wait=None) -> None:
     if port["status"] is None:
         raise Fail(f"{what}: {port['error']}", IMPORT_HINT)
     if port["status"] == "running":
-        raise Fail(f"{what}: {PATIENCE:g} s after {port['since']} your port was still waiting "
-                   f"(the original ended {original['result']['outcome']!r})",
+        retries = port.get("engine_retries") or []
+        raise Fail(f"{what}: {PATIENCE:g} s after {port['since']} your port was still waiting, "
+                   f"its steps recorded: {', '.join(port['steps']) or 'none'} (the original "
+                   f"ended {original['result']['outcome']!r})"
+                   + (f"; meanwhile DBOS retried its own database {len(retries)} time(s), "
+                      f"last: {retries[-1]}" if retries else ""),
                    "the answer arrives as a DBOS message on the topic the original waits on "
                    "(CONFIRM), and the deadline is the workflow's `deadline` argument, in "
                    "seconds")
