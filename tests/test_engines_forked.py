@@ -133,29 +133,20 @@ def test_the_fork_server_preloads_every_engine_this_process_uses():
     assert _preloads_after([dbos, langgraph], dbos) == [dbos, langgraph]
 
 
-def _exit_soon():
-    time.sleep(0.005)
-
-
-def test_kill_is_quiet_when_another_thread_reaps_the_child_first():
-    """A grader's time limit kills a worker from one thread while another thread joins it:
-    whichever reaps the child first, kill() neither fails (a signal to a reaped pid raised
-    ProcessLookupError in a CI run) nor leaves it running."""
-    context = multiprocessing.get_context("forkserver")
-    errors = []
-    for _ in range(40):
-        child = forked.start(context.Process(target=_exit_soon))
-        joiner = threading.Thread(target=child.join, args=(120,))
-        joiner.start()
-        try:
-            while child.is_alive():
-                child.kill()
-            child.kill()                     # ended and reaped: nothing to do
-        except BaseException as exc:         # reported below, with the others
-            errors.append(exc)
-        joiner.join()
-        assert not child.is_alive() and child.exitcode in (0, -signal.SIGKILL)
-    assert not errors, errors
+def test_kill_is_quiet_when_the_child_is_gone_before_its_end_was_heard():
+    """A fork server reaps its children as they end and tells the parent through a pipe,
+    so a pid can be gone while the parent still counts the child as running (two grading
+    checks met ProcessLookupError in a full test run, their worker's kill() signalling
+    such a pid). kill() is quiet then."""
+    child = forked.start(multiprocessing.get_context("forkserver").Process(target=_exit_with,
+                                                                           args=(0,)))
+    deadline = time.monotonic() + 120
+    while os.path.exists(f"/proc/{child.pid}") and time.monotonic() < deadline:
+        time.sleep(0.01)                     # gone, reaped by the fork server
+    child._process.is_alive = lambda: True   # its end not heard yet
+    child.kill()
+    del child._process.is_alive
+    assert child.join(120) == 0
 
 
 def test_kill_ends_a_running_child_with_sigkill():

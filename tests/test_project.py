@@ -441,3 +441,16 @@ def test_a_run_removes_the_temporary_folders_that_runs_now_gone_left_in_memory(t
             (tmp_path / name / "inside").mkdir(parents=True)
     suite_conftest._remove_abandoned(str(tmp_path))
     assert sorted(os.listdir(tmp_path)) == sorted(n for w, n in names.items() if w != "gone")
+
+
+def test_a_kernel_that_dies_at_start_under_nbval_says_how(monkeypatch, tmp_path):
+    """conftest wraps nbval's kernel start: a kernel that dies before its first reply is
+    reported with its exit status, this process's SIGCHLD handling and its threads."""
+    from nbval import kernel as nbval_kernel
+    (tmp_path / "ipykernel_launcher.py").write_text("raise SystemExit(3)\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))        # the kernel's launcher exits at once
+    with pytest.raises(RuntimeError) as died:
+        nbval_kernel.start_new_kernel(startup_timeout=60, kernel_name="python3")
+    message = str(died.value)
+    assert "Kernel died before replying" in message and "its exit status 3" in message
+    assert "SIGCHLD here SIG_DFL" in message and "MainThread" in message

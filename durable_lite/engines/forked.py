@@ -67,8 +67,10 @@ class Child:
             return self._process.is_alive()
 
     def kill(self) -> None:
-        """SIGKILL it if it still runs. Under the lock: no other thread can reap it between
-        the look and the signal (a signal to a reaped pid fails, or hits another process)."""
+        """SIGKILL it if it still runs. The fork server reaps its children as they end, so
+        the pid can be gone before we hear of it: multiprocessing's kill() then does
+        nothing (a bare os.kill raised ProcessLookupError). Under the lock, like every
+        other look at its status."""
         with _STATUS:
             if self._process.is_alive():
                 self._process.kill()
