@@ -16,17 +16,44 @@ expected, so a test reads as a list of facts about the world.
 dollars), and `model_answers()` the text of every answer the fake model generated, in order,
 recomputed from its ledger (prompt and generation number): a check can tell whether the text
 a run published is the one the model wrote when the run asked, or a later one.
+
+The ledgers are read from the world's files, by this module's own code. A check runs in the
+answer's process (the learner's kernel), and there the answer can replace what the grader's
+watch does not record: the table of worlds `sim.world_at` hands out, the services of a
+World (plain attributes of an instance), a module's constants. A count read through
+`durable_lite.sim` could be the answer's word after all. So nothing here asks `sim` what
+happened: each service keeps its ledger in a SQLite file whose layout sim.py fixes (the
+file names and tables below), and a connection of our own reads the rows committed there —
+the rows any process, and a person with `sqlite3`, would see. (`Ledgers.world` still hands
+out the live World, for a check that acts on the world: pays refunds before the answer
+runs, records in a ledger. Never for counting.)
 """
 
 import functools
+import hashlib
+import json
 import os
+import random
+import sqlite3
 
-from ..sim import FakeLLM, world_at
+from .. import sim
+from ..sim import world_at
 from .checks import Fail
+from .plain import plain
 
 # The counts World.summary() gives, under the names a learner reads in the lessons.
 NAMES = {"refunds": "refunds", "emails": "emails", "tickets_closed": "ticket closes",
          "llm_calls": "model calls", "tool_calls": "tool calls"}
+
+# The world's files, as sim.World names them, and the table in each that holds the ledger.
+PROVIDERS = (("payments", "payments.db"), ("careless", "careless_payments.db"))   # refunds
+MAIL, TICKETS, MODEL, TOOLS = "mail.db", "tickets.db", "llm.db", "tools.db"
+OWN = "ledgers.db"                       # every ledger of the world's own: records
+
+# The fake model of a world as `world_at(folder)` opens it (World's default seed), and the
+# words it writes with, copied when the grading code is loaded: before any answer runs.
+MODEL_SEED = 0
+MODEL_WORDS = tuple(sim._WORDS)
 
 
 class Ledgers:
@@ -34,13 +61,25 @@ class Ledgers:
 
     def __init__(self, folder):
         self.folder = os.fspath(folder)
-        self.world = world_at(self.folder)
+
+    @property
+    def world(self):
+        """The folder's live `World` (`sim.world_at`), to act on it; not to count with."""
+        return world_at(self.folder)
 
     # counts ------------------------------------------------------------------------------
     def counts(self) -> dict:
         """{ledger: count}: refunds, emails, tickets_closed, llm_calls, tool_calls, and
         every ledger of your own."""
-        return self.world.summary()
+        out = {"refunds": sum(self._count(file, "refunds") for _, file in PROVIDERS),
+               "emails": self._count(MAIL, "mail"), "tickets_closed": self._count(TICKETS, "closes"),
+               "llm_calls": self._count(MODEL, "calls"), "tool_calls": self._count(TOOLS, "calls")}
+        own = self._rows(OWN, "SELECT ledger, COUNT(*) FROM records GROUP BY ledger ORDER BY MIN(id)")
+        for name, n in own:
+            # sim refuses a ledger of your own under a built-in's name; a row written into
+            # the file under one must not stand in for the built-in's count.
+            out.setdefault(name, n)
+        return out
 
     def expect(self, when: str = "", hint: str = "", **want) -> None:
         """Fail unless each named ledger holds exactly the count given."""
@@ -54,15 +93,17 @@ class Ledgers:
     # what exactly was recorded -------------------------------------------------------------
     def refunds(self) -> list:
         """Every refund either provider recorded: [{"refund_id", "order_id", "amount",
-        "provider"}], in the order they were paid."""
+        "provider"}], the provider that honours keys first, each in the order it paid."""
         out = []
-        for provider in ("payments", "careless"):
-            if self.world._used(provider):
-                out += [{**r, "provider": provider} for r in getattr(self.world, provider).refunds()]
+        for provider, file in PROVIDERS:
+            out += [{"refund_id": f"R-{i}", "order_id": order, "amount": amount, "provider": provider}
+                    for i, order, amount in self._rows(file, "SELECT id, order_id, amount "
+                                                              "FROM refunds ORDER BY id")]
         return out
 
     def expect_refund(self, refund_id, order_id=None, amount=None, what: str = "the answer") -> dict:
         """Fail unless the provider recorded a refund with this id (for this order and amount)."""
+        refund_id = plain(refund_id, what)      # an id whose __eq__ says yes to every id
         recorded = self.refunds()
         match = [r for r in recorded if r["refund_id"] == refund_id]
         ids = [r["refund_id"] for r in recorded]
@@ -81,10 +122,14 @@ class Ledgers:
 
     def mail(self, to=None) -> list:
         """[{"message_id", "to", "subject"}] the mailer sent (to one address, if given)."""
-        return self.world.mailer.sent(to) if self.world._used("mailer") else []
+        sql, params = "SELECT id, recipient, subject FROM mail", ()
+        if to is not None:
+            sql, params = sql + " WHERE recipient = ?", (to,)
+        return [{"message_id": f"M-{i}", "to": recipient, "subject": subject}
+                for i, recipient, subject in self._rows(MAIL, sql + " ORDER BY id", params)]
 
     def model_calls(self) -> int:
-        return self.world.llm.calls() if self.world._used("llm") else 0
+        return self._count(MODEL, "calls")
 
     def expect_model_calls(self, n: int, why: str = "", hint: str = "") -> None:
         calls = self.model_calls()
@@ -96,19 +141,39 @@ class Ledgers:
         """The bill of every model call the provider recorded here, oldest first:
         [{"generation", "prompt", "tokens", "cost"}] (cost in dollars). What the provider
         charged, whatever a run says it spent."""
-        if not self.world._used("llm"):
-            return []
-        rows = self.world.llm._db.execute(
-            "SELECT generation, prompt, tokens, cost FROM calls ORDER BY generation")
+        rows = self._rows(MODEL, "SELECT generation, prompt, tokens, cost FROM calls ORDER BY generation")
         return [{"generation": g, "prompt": p, "tokens": t, "cost": c} for g, p, t, c in rows]
 
     def model_answers(self) -> list:
         """The text of every answer the fake model generated here, oldest first."""
         prompts = [bill["prompt"] for bill in self.model_bills()]
-        return replay_model(prompts, seed=self.world.llm.seed) if prompts else []
+        return replay_model(prompts) if prompts else []
+
+    # reading the files ---------------------------------------------------------------------
+    def _count(self, file: str, table: str) -> int:
+        rows = self._rows(file, f"SELECT COUNT(*) FROM {table}")
+        return rows[0][0] if rows else 0
+
+    def _rows(self, file: str, sql: str, params=()) -> list:
+        """The rows `sql` selects from one of the world's files: none when the service was
+        never used here (no file; connecting would make one), or when its table is not
+        there yet (another process is creating the file this moment)."""
+        path = os.path.join(self.folder, file)
+        if not os.path.exists(path):
+            return []
+        db = sqlite3.connect(path, timeout=30)
+        try:
+            return db.execute(sql, params).fetchall()
+        except sqlite3.OperationalError as exc:
+            if str(exc).startswith("no such table"):
+                return []
+            raise
+        finally:
+            db.close()
 
 
-def replay_model(prompts, seed: int = 0) -> list:
+# the fake model's answers, recomputed -------------------------------------------------------
+def replay_model(prompts, seed: int = MODEL_SEED) -> list:
     """What a fresh fake model answers to `prompts`, in order (generation 1, 2, ...): the
     same texts a world's model gave when it was asked these prompts from its first call."""
     return list(_replayed(tuple(prompts), seed))
@@ -116,11 +181,22 @@ def replay_model(prompts, seed: int = 0) -> list:
 
 @functools.lru_cache(maxsize=512)
 def _replayed(prompts: tuple, seed: int) -> tuple:
-    model = FakeLLM(":memory:", seed=seed)       # the same model, with a ledger in memory
-    try:
-        return tuple(model.complete(prompt)["text"] for prompt in prompts)
-    finally:
-        model.close()
+    return tuple(model_text(prompt, generation, seed)
+                 for generation, prompt in enumerate(prompts, start=1))
+
+
+def model_text(prompt: str, generation: int, seed: int = MODEL_SEED) -> str:
+    """The text `sim.FakeLLM.complete` writes for `prompt` as its `generation`-th call: its
+    recipe, redone here with the grading code's own modules, so that nothing the answer
+    changes in `durable_lite.sim` changes what a check expects the model to have said."""
+    rng = _seeded(seed, prompt, generation)
+    words = [rng.choice(MODEL_WORDS) for _ in range(rng.randint(6, 12))]
+    return f"[generation {generation}] " + " ".join(words)
+
+
+def _seeded(*parts) -> random.Random:
+    digest = hashlib.sha256(json.dumps(parts, default=str).encode()).digest()
+    return random.Random(int.from_bytes(digest[:8], "big"))
 
 
 def _listed(items) -> str:

@@ -2,7 +2,12 @@
 
 What "really happened" at each crash point is measured, not derived by hand: a naive sweep
 (`dl.faults.sweep(refund, ..., runner="naive")`) crashes the lesson's refund at every point,
-lets the job queue redeliver it, and counts the world's ledgers.
+lets the job queue redeliver it, and counts the world's ledgers — from the world's files,
+with `ledgers.Ledgers` (never through `durable_lite.sim`, which the answer's own cells can
+change in the kernel the checks run in), both in the sweep and after the answer's run. What
+the checks read from an answer (run_naive's dict, a prediction, retry_from_top's dict) is
+copied as plain data first (`plain.plain`): a value of a class of the answer's own, such as
+an int that equals everything, is refused with a message that says so.
 
 The properties a right answer has, each judged by the test that names it, and how the cases
 vary it (tests/test_grading_properties_01_07.py has, for each, an answer wrong in that
@@ -35,7 +40,6 @@ q3 retry_from_top(steps, max_attempts)
 """
 
 import functools
-import numbers
 
 from ... import examples
 from ...errors import Crash
@@ -43,6 +47,7 @@ from ...faults import AFTER_EFFECT, BEFORE_STEP, CrashAt
 from ..checks import Exercise, Fail
 from ..harness import crash_label, needs_callable, scratch, sweep_of
 from ..ledgers import Ledgers
+from ..plain import plain
 
 EXERCISE = Exercise("01_naive_retry", "The double refund, counted",
                     lesson="notebooks/01_the_double_refund.ipynb")
@@ -53,32 +58,45 @@ KEYS = ("attempts", "step_executions", *EFFECTS)
 
 
 @functools.lru_cache(maxsize=1)
-def naive_sweep():
+def naive_sweep() -> tuple:
     """The refund under the naive runner, crashed once at each of its 12 points and
-    redelivered, as the task runs it: order A-17, 40, the careless provider."""
-    return sweep_of(examples.refund, "A-17", 40, careless=True, runner="naive",
-                    what="the lesson's refund under the naive runner")
+    redelivered, as the task runs it: order A-17, 40, the careless provider.
+
+    Returns (the clean run's effects, one (step, when, attempts, effects) per crash point),
+    effects in the order of EFFECTS. Tuples only: the cache lives in the kernel the
+    answer's cells run in, and the grader's watch notices a grading module's value being
+    replaced, not a list or dict inside it being edited."""
+    sweep = sweep_of(examples.refund, "A-17", 40, careless=True, runner="naive",
+                     effects=_world_counts, what="the lesson's refund under the naive runner")
+    rows = tuple((r["step"], r["when"], r["attempts"], _effects(r)) for r in sweep.rows)
+    return _effects(sweep.clean), rows
+
+
+def _world_counts(folder) -> dict:
+    """The sweep's count of a case's world: read from its files (ledgers.py)."""
+    return Ledgers(folder).counts()
+
+
+def _effects(row) -> tuple:
+    return tuple(row["effects"].get(k, 0) for k in EFFECTS)
 
 
 def truth(crash):
     """{attempts, step_executions, refunds, emails, tickets_closed} after one naive run that
     met `crash` (None: no crash). Effects and attempts come from the sweep; the executions
     follow from them: the steps that ran before the crash, then all four again."""
-    s = naive_sweep()
+    clean, rows = naive_sweep()
     if crash is None:
-        return {"attempts": 1, "step_executions": len(STEPS), **_effects(s.clean)}
-    row = next(r for r in s.rows if (r["step"], r["when"]) == (crash.step, crash.when))
+        return {"attempts": 1, "step_executions": len(STEPS), **dict(zip(EFFECTS, clean))}
+    attempts, effects = next((a, e) for step, when, a, e in rows
+                             if (step, when) == (crash.step, crash.when))
     ran_before = STEPS.index(crash.step) + (crash.when != BEFORE_STEP)
-    return {"attempts": row["attempts"], "step_executions": ran_before + len(STEPS),
-            **_effects(row)}
-
-
-def _effects(row):
-    return {k: row["effects"].get(k, 0) for k in EFFECTS}
+    return {"attempts": attempts, "step_executions": ran_before + len(STEPS),
+            **dict(zip(EFFECTS, effects))}
 
 
 def crash_points():
-    return [CrashAt(r["step"], r["when"]) for r in naive_sweep().rows]
+    return [CrashAt(step, when) for step, when, _, _ in naive_sweep()[1]]
 
 
 # q1 -----------------------------------------------------------------------------------------
@@ -89,11 +107,12 @@ def _counts(run_naive, crash):
     """(what run_naive returned, what the ledgers in its folder really hold)."""
     needs_callable(run_naive, "run_naive")
     with scratch("ex01") as folder:
-        got = run_naive(folder, crash)
+        got = plain(run_naive(folder, crash), "run_naive")
         world = Ledgers(folder)
-        held = {k: world.counts()[k] for k in EFFECTS}
-        careful = world.world.payments.count() if world.world._used("payments") else 0
-    if not isinstance(got, dict):
+        counts = world.counts()
+        held = {k: counts[k] for k in EFFECTS}
+        careful = sum(r["provider"] == "payments" for r in world.refunds())
+    if type(got) is not dict:
         raise Fail(f"run_naive returned a {type(got).__name__}; it should return a dict",
                    "return a dict with the five counts, under the keys the docstring names")
     missing = [k for k in KEYS if k not in got]
@@ -183,14 +202,14 @@ def _predictions(predicted_refunds, steps):
     needs_callable(predicted_refunds, "predicted_refunds")
     wrong = []
     for crash in [c for c in crash_points() if c.step in steps]:
-        guess = predicted_refunds(crash.step, crash.when)
+        called = f"predicted_refunds({crash.step!r}, {crash.when!r})"
+        guess = plain(predicted_refunds(crash.step, crash.when), called)
         if guess is None:
-            raise Fail(f"predicted_refunds({crash.step!r}, {crash.when!r}) returned None",
+            raise Fail(f"{called} returned None",
                        "return the number of refunds (an int); a function without a `return` "
                        "line returns None")
-        if isinstance(guess, bool) or not isinstance(guess, numbers.Integral):
-            raise Fail(f"predicted_refunds({crash.step!r}, {crash.when!r}) returned "
-                       f"{guess!r}, a {type(guess).__name__}",
+        if type(guess) is not int:
+            raise Fail(f"{called} returned {guess!r}, a {type(guess).__name__}",
                        "return the number of refunds the provider records: 1 or 2, an int")
         actual = truth(crash)["refunds"]
         if guess != actual:
@@ -273,7 +292,8 @@ def _retry(retry_from_top, script, max_attempts):
         raise Fail(f"retry_from_top raised {type(exc).__name__}: {exc}",
                    "when every attempt has failed, return the failed status instead of "
                    "raising") from None
-    if not isinstance(got, dict) or not {"status", "attempts", "executions"} <= set(got):
+    got = plain(got, "retry_from_top")       # outside the try: a refusal is not its error
+    if type(got) is not dict or not {"status", "attempts", "executions"} <= set(got):
         raise Fail(f"retry_from_top returned {got!r}",
                    "return a dict with the four keys the question names")
     return got
