@@ -23,7 +23,8 @@ q3 `resend(engine, run_ids)`: runs completed with an email step that printed cen
    dollars; the fix is deployed; each listed customer must get one corrected email, nobody
    is paid again, and a second call adds nothing — made by a fresh Python process that has
    only the answer cell's code (so no memory of the first call helps), after the first call
-   returned or after its process died right after a corrected email went out.
+   returned, or after calls whose processes died right before and right after a corrected
+   email went out.
 
 Every test draws its orders, amounts, times and the workflow's name (a new name per test:
 nothing a notebook registered or remembered can answer for it).
@@ -58,10 +59,15 @@ q3 `resend(engine, run_ids)`
 - one corrected email per listed run, sent by the code deployed now; nobody paid or asked
   again; nobody else mailed (runs told correctly, an escalated run, in the same store);
 - a second call, by a fresh Python process holding only the answer's code, adds nothing;
-- a first call whose process dies right after a corrected email, then a second call in a
-  new process: still one corrected email per customer.
+- calls that die part-way, then one in a new process: still one corrected email per
+  customer. Every run draws both ways a call can leave its work: a first call dies right
+  before a corrected email goes out (whatever it made for that customer is in the store,
+  unfinished, and the email never went out: an answer that passes over what an earlier call
+  made, instead of seeing it through, leaves that customer without one), a second call
+  dies right after one went out (an answer that makes it again sends two).
 """
 
+import json
 import os
 import re
 from contextlib import contextmanager
@@ -819,6 +825,13 @@ REPEATED = ("a second call, in a new process, did it all again: what could it fi
             "store, of what the first call made?")
 STARTS_AT = ("a fork executes every step from the one it starts at: start at the first step "
              "that must happen again")
+CARRY_ON = ("an earlier call made something for this customer and died before its corrected "
+            "email went out: it is still in the store, unfinished, and nothing sees it through "
+            "unless a later call does (a call that passes it by leaves the customer without one)")
+# How the calls of the crash test die, one after the other, each in a new process: right
+# before a corrected email goes out (what the call made is left unfinished, the email never
+# sent), then right after one went out (sent, but not yet recorded as sent).
+DIES_PART_WAY = (CrashAt("email", BEFORE_STEP), CrashAt("email", AFTER_EFFECT))
 
 
 class Receipts:
@@ -904,14 +917,26 @@ class Receipts:
                 continue
             right = f"${order.amount} refunded for {order.order_id}"
             if new != [right]:
-                hint = (REPEATED if len(new) > 1 else DEDUPED if not new else
-                        "the email step of the run you make must execute on the code deployed now")
+                left = [] if new else self.left_unfinished(order)
+                hint = (REPEATED if len(new) > 1 else CARRY_ON if left else DEDUPED if not new
+                        else "the email step of the run you make must execute on the code "
+                             "deployed now")
                 raise Fail(f"{when}, the customer of order {order.order_id} (told "
                            f"{was['customer emails'][-1]!r}) got {len(new)} more email(s)"
-                           + (f": {new!r}" if new else "") + f"; expected one: {right!r}", hint)
+                           + (f": {new!r}" if new else "") + f"; expected one: {right!r}"
+                           + "".join(f"; the store still holds run {r.run_id!r} for this order, "
+                                     f"{r.status}" for r in left[:2]), hint)
         if after["lead emails"] != before["lead emails"]:
             more = after["lead emails"] - before["lead emails"]
             raise Fail(f"{when}, the lead got {more} more emails")
+
+    def left_unfinished(self, order):
+        """Runs for `order` that a call of resend made (not the day's own) and that have not
+        completed: a process died in them, and nothing has seen them through since."""
+        ours = {o.run_id for o in self.day.orders}
+        return [r for r in self.day.reader.list_runs()
+                if r.run_id not in ours and r.status != COMPLETED
+                and order.order_id in json.loads(r.args_json)]
 
 
 @q3.test("one corrected email to each customer of run_ids; nobody paid or asked again, "
@@ -940,17 +965,20 @@ def _(resend, draw):
         receipts.expect(before, receipts.state(), "after a second call, in a new process")
 
 
-@q3.test("the process dies in the middle of resend, right after a corrected email went out; "
-         "resend again in a new process: still one corrected email per customer",
-         hint="the first call's process died after a corrected email went out: the second "
-              "call must carry on with what the first one made, not make it again")
+@q3.test("the process dies in the middle of resend, once right before a corrected email went "
+         "out, then (the next call) right after one went out; resend again in a new process: "
+         "still one corrected email per customer",
+         hint="calls died part-way, before and after a corrected email went out: each later "
+              "call must see through what the earlier ones made, neither making it again nor "
+              "passing it by")
 def _(resend, draw):
     source = _portable(resend)
     with _a_day(draw) as day:
         receipts = Receipts(day)
         before = receipts.state()
-        receipts.resend(resend, crash=CrashAt("email", AFTER_EFFECT))
-        receipts.day.later(30, 120)
+        for crash in DIES_PART_WAY:
+            receipts.resend(resend, crash=crash)
+            receipts.day.later(30, 120)        # the dead process's lease runs out meanwhile
         receipts.resend_in_a_new_process(source)
         receipts.expect(before, receipts.state(),
-                        "after a crash and a second call, in a new process")
+                        "after two calls that died part-way and a third, in a new process")

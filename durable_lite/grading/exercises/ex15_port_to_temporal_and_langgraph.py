@@ -68,6 +68,12 @@ q2 (LangGraph). Properties a right answer has, and the test whose fresh cases va
     reply after it is no reply: the deadline test draws a short deadline with a reply
     hours after it and a long one with a reply hours before it (no constant passes both);
     the process that answers reads a wall clock that much later;
+  - counted from when the wait began, not from the run's start: the deadline test's third
+    run is killed right after its notice was recorded, before its wait; the fresh process
+    that takes over reads a clock the next day and begins the wait then; the customer
+    cancels hours before the deadline counted from there, which is past it counted from
+    the run's start (a start time read in a task before the wait, at the run's start or
+    with the notice, is served from the checkpoint and fails it);
   - the due time survives a resume in another process: read the clock inside a task,
     and the answering process (clock moved on) gets the saved reading; a clock read
     outside a task moves the deadline (the deadline and no-reply tests fail it);
@@ -283,6 +289,13 @@ class Case:
         self.earlier_plans = [draw.order_id() for _ in range(draw.randint(1, 3))]
         self.reply, self.reply_at, self.deadline, self.crash = reply, reply_at, deadline, crash
         self.later = renewal.DAY + draw.uniform(1, 12) * HOUR   # a fresh process: the next day
+        # When a run killed before its wait is taken over, and so when its wait begins, in
+        # seconds after the start: at once, unless the case is resumed_late()'s.
+        self.resumed_after = 0.0
+
+    def into_the_wait(self, seconds) -> float:
+        """`seconds` after the run's start, counted from when its wait began."""
+        return seconds - self.resumed_after
 
     def world(self, folder) -> str:
         """A fresh world in `folder`, where the providers have done other work before."""
@@ -303,6 +316,10 @@ class Case:
         reply = ("no reply" if self.reply is None else f"replied {self.reply}")
         crash = "no crash" if self.crash is None else f"killed {crash_label(self.crash)}, " \
                                                       "then finished by a fresh process"
+        if self.resumed_after:
+            crash = (f"killed {crash_label(self.crash)}, before its wait; a fresh process took "
+                     f"over {_span(self.resumed_after)} later and began the wait; the reply came "
+                     f"{_span(self.into_the_wait(self.reply_at))} into the wait")
         return (f"renew_subscription(folder, {self.sub_id!r}, {self.price}) as run "
                 f"{self.run_id!r}, {reply}, {crash}")
 
@@ -363,11 +380,13 @@ def together(calls):
 def original(case, folder):
     """The original's outcome on durable_lite, and its world's records."""
     world = case.world(os.path.join(folder, "durable_lite"))
+    # on_durable_lite resumes a run killed before its wait at once, so its wait begins at the
+    # start: the reply comes as far into that wait as the port's comes into its own.
     out = killed_waiting.on_durable_lite(
         ORIGINAL, NAME, [world, case.sub_id, case.price], run_id=case.run_id,
         workdir=os.path.dirname(world), signal=renewal.REPLY, reply=case.reply,
-        reply_at=case.reply_at, start_at=START, crash=case.crash, restart_later=case.later,
-        kwargs={"deadline": case.deadline})
+        reply_at=case.into_the_wait(case.reply_at), start_at=START, crash=case.crash,
+        restart_later=case.later, kwargs={"deadline": case.deadline})
     if out["status"] != "completed" or (case.crash and not out["killed"]):
         raise RuntimeError(f"the original did not run as expected: {out}")
     out["replayed"] = [s for s in out["replayed"] if s in STEPS]      # steps, not the reply
@@ -418,10 +437,24 @@ class LangGraphPort:
             os.path.join(self.folder, case.run_id, "langgraph.sqlite"),
             f"{self.module}.renew_subscription", inputs, thread_id=case.run_id,
             reply=renewal.WAKE_UP if case.reply is None else case.reply,
-            reply_at=case.reply_at, crash=case.crash, clock_env=wall_clock.environment,
+            reply_at=case.reply_at, crash=case.crash, clock_env=clock_of(case),
             restart_later=case.later, imports=[self.module], python_path=[self.folder],
             workers=workers)
         return {**out, **recorded(world)}
+
+
+def clock_of(case):
+    """The environment of each LangGraph worker of `case`: a wall clock `seconds` after the
+    start. on_langgraph resumes a thread killed before its wait at once (`seconds` 0, like
+    the process that started it); that process reads the clock `case.resumed_after` later."""
+    started = []
+
+    def environment(seconds):
+        if started and seconds == 0.0:          # only the one taking over from the first
+            seconds = case.resumed_after        # process is also at 0: every answer is later
+        started.append(seconds)
+        return wall_clock.environment(seconds)
+    return environment
 
 
 def side_by_side(port, cases, folder, **options):
@@ -595,15 +628,19 @@ def _why_branch_differs(case, cancelled) -> str:
     if cancelled and case.reply is None:
         return ("nobody replied in time: the original then charges the renewal; only a reply "
                 "that says cancel cancels")
-    if cancelled and case.reply_at > case.deadline:
-        return (f"this reply came {_span(case.reply_at - case.deadline)} after the run's "
+    into_the_wait = case.into_the_wait(case.reply_at)
+    if cancelled and into_the_wait > case.deadline:
+        return (f"this reply came {_span(into_the_wait - case.deadline)} after the run's "
                 f"deadline of {_span(case.deadline)}, counted from when the wait began: "
                 "durable_lite counts only a reply sent by the deadline")
     if cancelled:
         return "this reply keeps the plan: the original then charges the renewal"
-    return (f"this reply says cancel and came in time, {_span(case.deadline - case.reply_at)} "
-            f"before the run's deadline of {_span(case.deadline)}: the original then cancels "
-            "the plan")
+    began = (f" (the wait began when the fresh process took over, {_span(case.resumed_after)} "
+             "after the run started: counted from the run's start, the deadline had passed)"
+             if case.resumed_after else "")
+    return (f"this reply says cancel and came in time, {_span(case.deadline - into_the_wait)} "
+            f"before the run's deadline of {_span(case.deadline)}, counted from when the wait "
+            f"began{began}: the original then cancels the plan")
 
 
 def _span(seconds) -> str:
@@ -868,17 +905,35 @@ def _(renew_subscription, draw):
     judge(LANGGRAPH, want, got, case)
 
 
-@q2.test("the deadline is the run's own (two runs, drawn fresh): a reply to cancel hours after "
-         "a short deadline (about a day) is no reply; one hours before a long deadline (three "
-         "to five days) is heard",
+def resumed_late(draw):
+    """A run killed right after its notice was recorded, before its wait; the fresh process
+    takes over the next day, and its wait begins then. The customer cancels hours before
+    the deadline counted from that moment: past the deadline counted from the run's start."""
+    deadline = deadline_in_days(draw)
+    case = Case(draw, CANCEL, 0, deadline, CrashAt("notice", AFTER_CHECKPOINT))
+    case.resumed_after = case.later
+    case.reply_at = round(case.later + deadline - draw.uniform(2, 10) * HOUR)
+    return case
+
+
+def deadline_cases(draw):
+    """The deadline test's runs: a reply to cancel after a short deadline, one before a long
+    deadline, and one before the deadline of a wait that began the day after the run."""
+    short, long = deadline_in_days(draw, 0.5, 1.5), deadline_in_days(draw, 3.0, 5.0)
+    return [Case(draw, CANCEL, short + round(draw.uniform(2, 10) * HOUR), short),
+            Case(draw, CANCEL, long - round(draw.uniform(2, 10) * HOUR), long),
+            resumed_late(draw)]
+
+
+@q2.test("the deadline is the run's own, counted from when the wait began (three runs, drawn "
+         "fresh): a reply to cancel hours after a short deadline (about a day) is no reply; "
+         "one hours before a long deadline (three to five days) is heard; so is one hours "
+         "before the deadline of a run killed before its wait and resumed the next day",
          hint="a reply counts only if it came by the deadline, counted from when the wait "
               "began: keep that moment where a fresh process finds it, and compare when the "
               "reply arrives")
 def _(renew_subscription, draw):
-    short, long = deadline_in_days(draw, 0.5, 1.5), deadline_in_days(draw, 3.0, 5.0)
-    cases = [Case(draw, CANCEL, short + round(draw.uniform(2, 10) * HOUR), short),
-             Case(draw, CANCEL, long - round(draw.uniform(2, 10) * HOUR), long)]
-    for case, want, got in langgraph_cases(renew_subscription, draw, cases):
+    for case, want, got in langgraph_cases(renew_subscription, draw, deadline_cases(draw)):
         judge(LANGGRAPH, want, got, case)
 
 
