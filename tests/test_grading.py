@@ -223,7 +223,9 @@ def test_an_answer_cell_that_raises_does_not_stop_later_questions(tmp_path):
     score = grade_notebook(path)
     assert score.note is None
     assert statuses(score) == {"q1": "failed", "q2": "passed", "q3": "passed"}
-    assert "run_naive is not defined" in score.question("q1")["tests"][0]["message"]
+    first = score.question("q1")["tests"][0]
+    assert "run_naive is not defined" in first["message"]
+    assert "run the cell that defines run_naive" in first["hint"]      # where to look
 
 
 INTERRUPTIBLE_LOOP = "import time\nwhile True:\n    time.sleep(0.1)"
@@ -390,7 +392,7 @@ def notebook_namespace(source):
     """Define functions the way a notebook cell does: in __main__, source kept in linecache."""
     filename = "<notebook cell>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    namespace = {"__name__": "__main__"}
+    namespace = {"__name__": "__main__", "_ih": ["", source]}   # as IPython keeps its input
     exec(compile(source, filename, "exec"), namespace)
     return namespace
 
@@ -404,10 +406,53 @@ def test_module_source_brings_imports_constants_and_helpers():
     assert fresh["uses_helper"](2) == os.path.join("6", "a", "b")
 
 
-def test_module_source_refuses_what_cannot_cross_a_process_boundary():
+def test_module_source_refuses_what_no_cell_made():
     cell = notebook_namespace(CELL)
+    cell["CONNECTION"] = object()          # put there by other means than a cell's code
+    cell["_ih"] = ["", CELL.replace("CONNECTION = object()", "")]
     with pytest.raises(NotPortable, match="CONNECTION"):
         module_source(cell["uses_memory"])
+
+
+SALTED = """
+import functools
+import hashlib
+import uuid
+
+_SALT = uuid.uuid4().hex
+_SEEN = {}
+_SEEN["first"] = _SALT
+
+
+@functools.lru_cache(maxsize=None)
+def salted_key(run_id):
+    result = hashlib.sha256((run_id + _SALT).encode()).hexdigest()
+    _SEEN[run_id] = result
+    return result
+"""
+
+SCRATCH = """
+result = salted_key("tried-in-a-cell")       # a learner's try-out: binds a name the function uses locally
+salted_key("called-bare")                # a bare call: shows something, defines nothing
+"""
+
+
+def test_a_fresh_process_runs_the_cells_again_instead_of_copying_the_kernels_values():
+    # A salt drawn at import, a cache and an lru_cache start again from their own code,
+    # as after a real restart; the kernel's values never cross.
+    namespace = notebook_namespace(SALTED)
+    namespace["_ih"].append(SCRATCH)
+    exec(compile(SCRATCH, "<scratch>", "exec"), namespace)
+    source = module_source(namespace["salted_key"])
+    assert namespace["_SALT"] not in source
+    assert '_SEEN["first"] = _SALT' in source          # a change in place comes along
+    assert "@functools.lru_cache" in source
+    assert "tried-in-a-cell" not in source and "called-bare" not in source   # local `result` pulls nothing in
+    fresh = {}
+    exec(compile(source, "learner_code.py", "exec"), fresh)
+    assert fresh["_SALT"] != namespace["_SALT"]
+    assert fresh["salted_key"]("r-1") != namespace["salted_key"]("r-1")
+    assert fresh["salted_key"].cache_info().currsize == 1
 
 
 # wrong answers that used to pass, right answers that used to fail (in this process) ---------

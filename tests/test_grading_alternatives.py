@@ -116,7 +116,7 @@ def notebook_cell(source):
     import linecache
     filename = f"<notebook cell {abs(hash(source))}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    namespace = {"__name__": "__main__"}
+    namespace = {"__name__": "__main__", "_ih": ["", source]}   # as IPython keeps its input
     exec(compile(source, filename, "exec"), namespace)
     return namespace
 

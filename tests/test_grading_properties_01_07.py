@@ -52,7 +52,7 @@ def kernel(name, cells=None):
     replaced by the source given. Each cell is compiled under a name of its own and kept in
     linecache, as IPython keeps cells, so a check can copy functions into a fresh process."""
     nb = nbformat.read(ROOT / "solutions" / f"{name}.ipynb", as_version=4)
-    namespace, used = {"__name__": "__main__"}, set()
+    namespace, used = {"__name__": "__main__", "_ih": [""]}, set()   # _ih: the input, as IPython keeps it
     for cell in nb.cells:
         tags = cell.metadata.get("tags", [])
         if cell.cell_type != "code" or {"demo", "raises-exception"} & set(tags) or \
@@ -65,6 +65,7 @@ def kernel(name, cells=None):
                 used.add(marker)
         filename = f"<notebook cell {next(_cells)}>"
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+        namespace["_ih"].append(source)
         exec(compile(source, filename, "exec"), namespace)
     assert used == set(cells or {}), f"no cell of solutions/{name} holds {set(cells) - used}"
     return namespace
