@@ -612,8 +612,19 @@ def test_a_hard_coded_longer_deadline_fails_the_silent_runs(graded):
     not long enough for the long one (at least 4.3 s): whichever run comes first fails."""
     results = graded[LONGER_CONSTANT]
     assert failed(results) == {SILENT}
-    assert re.search(r"your port's wait lasted (3\.9|4\.[0-4]) s", results[SILENT].message), \
-        results[SILENT].message
+    assert re.search(r"your port's wait lasted (3\.9|4\.[0-4]) s: it went on past the "
+                     r"deadline", results[SILENT].message), results[SILENT].message
+
+
+def test_a_wait_that_outlasts_an_answer_is_told_so_not_given_a_deadline():
+    # A learner read "the deadline was 3.5 s" for a run whose deadline was 5.8 s: what
+    # should have ended that wait was the answer, and the message says so.
+    with pytest.raises(ex14.Fail) as failure:
+        ex14._judge_wait({"waited": 5.8}, "answered yes 2.1 s into the wait, deadline 5.8 s",
+                         1.9, 5.6, "the answer came")
+    assert "wait lasted 5.8 s: it went on after the answer had come" in failure.value.message
+    assert "deadline was" not in failure.value.message
+    assert "ends the wait" in failure.value.hint
 
 
 TWO_DAYS = job("a two-day deadline", "q2",

@@ -79,10 +79,14 @@ def grade(exercise_id: str, qid: str, names, seed: int, nonce: str, limit: float
     sys.audit(watch.CHECKPOINT, nonce, changed)       # the grading code, before the tests
     if changed:
         payload = _refused(exercise_id, qid, seed, "the grading code in memory was changed "
-                           f"before the tests ran ({', '.join(changed[:3])})")
+                           f"before the tests ran ({', '.join(changed[:3])})",
+                           "a cell of this notebook changed the course's own code: keep "
+                           "your changes to the answer cells")
     elif missing:
         payload = _refused(exercise_id, qid, seed, f"{', '.join(missing)} is not defined: "
-                           "its cell raised, or the name was changed")
+                           "its cell raised, or the name was changed",
+                           f"run the cell that defines {missing[0]} in the notebook: the "
+                           "error it shows there is what stopped it")
     else:
         answers = [user[n] for n in names]
         outcome = checks.run_question(exercise(exercise_id), qid, answers, seed=seed,
@@ -105,13 +109,13 @@ def signed(nonce: str):
     return _SIGNED.get(nonce)
 
 
-def _refused(exercise_id, qid, seed, why) -> dict:
+def _refused(exercise_id, qid, seed, why, hint) -> dict:
     from . import exercise
     question = exercise(exercise_id).questions[qid]
     print(f"{qid} · {question.title}: not graded — {why}")
     return {"exercise": exercise_id, "question": qid, "title": question.title,
             "status": checks.FAILED, "passed": 0, "total": len(question.tests), "seed": seed,
-            "tests": [{"name": t.name, "status": checks.FAILED, "message": why, "hint": ""}
+            "tests": [{"name": t.name, "status": checks.FAILED, "message": why, "hint": hint}
                       for t in question.tests]}
 
 
