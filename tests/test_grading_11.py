@@ -299,3 +299,19 @@ def test_graded_as_a_notebook_counting_runs_in_flight_keeps_the_limit_but_idles_
     [busy] = [t for t in wrong_notebook.question("q2")["tests"] if t["name"] == BUSY]
     for words in ("Queue('llm', concurrency=", "its full", "of those seconds"):
         assert words in busy["message"], busy["message"]
+
+
+class AlwaysTheSameKey(str):
+    """A key that says it equals every other key: any two runs would look alike."""
+
+    def __eq__(self, other):
+        return True
+
+    def __hash__(self):
+        return 0
+
+
+def test_q1_a_key_of_a_class_of_its_own_is_refused_with_its_type_named():
+    result = run("q1", lambda tenant, i: AlwaysTheSameKey(tenant), seed=15)
+    assert failing(result) == BOTH_Q1
+    assert "AlwaysTheSameKey (a subclass of str)" in result.tests[0].message

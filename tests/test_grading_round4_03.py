@@ -8,7 +8,7 @@ restart would, and these answers fail on every seed. Answers that keep the key a
 of the run and the order, written in other ways, still pass.
 """
 
-from test_grading_properties_01_07 import EX03, KEY, KEYED, changed, fails, passes
+from test_grading_properties_01_07 import EX03, KEY, KEYED, ONCE, changed, fails, passes
 
 SEEDS = (1, 2, 3)
 
@@ -55,3 +55,28 @@ def refund_key(run_id, order_id):
     passes(EX03, "q4", {KEYED: changed(EX03, KEYED, (
         "key = refund_key(ctx.run_id, order_id)",
         "key = refund_key(*[ctx.run_id, order_id])"))}, seeds=(1,))
+
+
+# What a test reads from these answers crosses as plain data ---------------------------------
+def test_03_a_key_or_an_answer_of_a_class_of_its_own_is_refused():
+    # a key that equals every key would pass "the same key a day later" whatever it holds
+    result = fails(EX03, "q1", {KEY: '''
+class Key(str):
+    def __eq__(self, other):
+        return True
+
+    def __hash__(self):
+        return 0
+
+
+def refund_key(run_id, order_id):
+    return Key("refund")
+'''}, "returns a non-empty string", "the same run and order", "a fresh Python process",
+        "another run", "run and order ids that look alike", seeds=(1,), only=False)
+    assert all("Key (a subclass of str)" in t.message for t in result.tests), result.report()
+    # an answer dict that equals the provider's answer whatever it holds
+    result = fails(EX03, "q2", {ONCE: changed(EX03, ONCE, ("    return answer", '''    class Same(dict):
+        def __eq__(self, other):
+            return True
+    return Same(answer)'''))}, "the first call pays once", seeds=(1,), only=False)
+    assert "Same (a subclass of dict)" in result.report()

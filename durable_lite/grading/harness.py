@@ -153,6 +153,13 @@ def step_names(engine, run_id):
     return [row["step"] for row in engine.history(run_id) if row["kind"] == "step"]
 
 
+def _counted_from_files(folder) -> dict:
+    """What each case's world recorded, read from its files (ledgers.py): never through
+    durable_lite.sim, whose table of worlds the answer's process could replace."""
+    from .ledgers import Ledgers
+    return Ledgers(folder).counts()
+
+
 def sweep_of(wf, *args, what: str, ends=("completed",), **options):
     """`dl.faults.sweep(wf, *args, **options)` for a check: no progress bar, and a sweep that
     cannot finish (or a clean run that does not end as it should) becomes feedback instead
@@ -165,6 +172,7 @@ def sweep_of(wf, *args, what: str, ends=("completed",), **options):
     from ..faults import SweepError, sweep
     if isinstance(ends, str):
         ends = (ends,)
+    options.setdefault("effects", _counted_from_files)
     try:
         result = sweep(wf, *args, progress=False, **options)
     except SweepError as exc:

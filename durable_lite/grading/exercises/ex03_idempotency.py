@@ -49,6 +49,7 @@ from ..child import run_fresh, write_module
 from ..harness import (EngineRuns, crash_label, needs_callable, needs_workflow, scratch,
                        step_names, sweep_of, unfinished)
 from ..ledgers import Ledgers
+from ..plain import plain
 from ..portable import NotPortable, module_source
 
 EXERCISE = Exercise("03_idempotency", "Keys, a dedupe table, and the window",
@@ -82,7 +83,7 @@ q1 = EXERCISE.question("q1", "a stable idempotency key", answers=["refund_key"])
 
 def _key(refund_key, run_id, order_id):
     needs_callable(refund_key, "refund_key")
-    key = refund_key(run_id, order_id)
+    key = plain(refund_key(run_id, order_id), f"refund_key({run_id!r}, {order_id!r})")
     if key is None:
         raise Fail(f"refund_key({run_id!r}, {order_id!r}) returned None",
                    "return the key (a string); a function without a `return` line returns None")
@@ -210,13 +211,14 @@ class Bench:
         db = db or self.open()
         provider = provider or Provider(self.careless, fail)
         try:
-            return self.refund_once(db, provider, key, self.order_id, self.amount)
+            answer = self.refund_once(db, provider, key, self.order_id, self.amount)
         except sqlite3.OperationalError as exc:
             if "locked" not in str(exc):
                 raise
             raise Fail(f"the sent table is locked ({exc}): an earlier connection wrote to it "
                        "and never committed, so nobody else can write, and a crash would "
                        "lose that row", "call db.commit() right after the INSERT") from None
+        return plain(answer, "refund_once(db, provider, key, order_id, amount)")
 
     def restart_and_call(self, key, **kw):
         """As after a crash: a new connection (the old one died with the process)."""
@@ -228,7 +230,8 @@ class Bench:
 
     @property
     def refunds(self):
-        return self.careless.count()
+        """The refunds the careless provider recorded, read from its file."""
+        return sum(r["provider"] == "careless" for r in Ledgers(self.world_folder).refunds())
 
     def expect_providers_answer(self, got, provider, what):
         """`got` must be the answer the provider gave, for a refund its ledger recorded."""
@@ -402,6 +405,7 @@ TABLE_PAYS = {"before_call": 1, "after_call": 2, "after_record": 1}
 
 def _window_test(moment):
     def test(window, refund_once, open_sent, draw):
+        window = plain(window, "window")
         if not isinstance(window, dict) or set(window) != set(MOMENTS):
             raise Fail(f"window should be a dict with keys {', '.join(MOMENTS)}; got {window!r}")
         guess = window[moment]
@@ -445,10 +449,10 @@ class Order:
     def leading(self, folder):
         """The sweep's `leading`: the world's folder and the dedupe file, once the provider
         has paid the earlier refunds (the first time only: a resume finds them paid)."""
-        world = Ledgers(folder).world
-        if not world.careless.count():
+        ledgers = Ledgers(folder)
+        if not ledgers.refunds():
             for order_id, amount in self.earlier:
-                world.careless.refund(order_id, amount)
+                ledgers.world.careless.refund(order_id, amount)
         return [folder, os.path.join(folder, "sent.db")]
 
 

@@ -74,6 +74,7 @@ from ...lab.flood_trial import BUSY_SHARE, FLOOD_WORKERS, flood_deadlines, secon
 from ...queue import Queue
 from ..checks import Exercise, Fail
 from ..harness import needs_callable, scratch
+from ..plain import plain
 
 EXERCISE = Exercise("11_flow_control", "A flood, a small tenant and a provider's limit",
                     lesson="notebooks/11_flow_control.ipynb")
@@ -147,13 +148,13 @@ def keys_of(key_for, case: Case) -> dict:
     for tenant, name, count in (("A", case.a_name, case.a_runs), ("B", case.b_name, case.b_runs)):
         keys[tenant] = []
         for i in range(count):
-            key = key_for(name, i)
+            key = plain(key_for(name, i), f"key_for({name!r}, {i})")
             if key is not None and (not isinstance(key, str) or not key):
                 raise Fail(f"key_for({name!r}, {i}) returned {key!r} "
                            f"({type(key).__name__}); a queue's key is a non-empty string, or "
                            "None for no key",
                            "return a string (str(...) of it, if need be)")
-            keys[tenant].append(str(key) if key is not None else None)
+            keys[tenant].append(key)
     return keys
 
 
@@ -173,7 +174,8 @@ def queue_of(make_queue, limit: int) -> Queue:
     if not isinstance(made, Queue):
         raise Fail(f"make_queue({limit}) returned {type(made).__name__} {made!r:.80}, "
                    "not a dl.Queue", 'return dl.Queue("llm", ...) with its limits')
-    fields = {what: getattr(made, what) for what in ("name", "concurrency", "per_key", "rate")}
+    fields = {what: plain(getattr(made, what), f"make_queue({limit}).{what}")
+              for what in ("name", "concurrency", "per_key", "rate")}
     try:
         return Queue(fields.pop("name"), **fields)
     except (TypeError, ValueError) as exc:
