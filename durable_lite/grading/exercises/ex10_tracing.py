@@ -1,23 +1,30 @@
 """Exercise 10: read a long, lumpy run from its trace, and add what its export leaves out.
 
-Every test lives through fresh runs of lesson 10's support agent (`lumpy.support_agent`):
-a ticket that goes through the flaky CRM and two model calls, parks for the manager's
-answer, and is finished by whichever worker is alive. What varies is drawn per case: how
-often the CRM times out, how much history goes into the draft's prompt, when the manager
-answers (approves, rejects, never answers in time, or has not answered yet), the workers'
-names (so no answer can name one), and how many workers die, where, and how long the run
-then lies with nobody on it. The learner's functions get the trace the store holds
-afterwards (`build_trace`, what `engine.trace(run_id)` returns), built anew for them, so
-nothing they change in it changes what they are judged against.
+Every test lives through fresh runs of lesson 10's support agent, step for step
+(`support_agent` below, `lumpy.support_agent` with names and models of its own): a ticket
+that goes through the flaky CRM and two model calls, parks for the manager's answer, and is
+finished by whichever worker is alive. What varies is drawn per case: how often the CRM
+times out, how much history goes into the draft's prompt, when the manager answers
+(approves, rejects, never answers in time, or has not answered yet), the workers' names (so
+no answer can name one), how many workers die, where, and how long the run then lies with
+nobody on it; and, on every ticket, what the lesson's ticket keeps fixed: the models the two
+model steps call, each of a drawn provider at a price per 1,000 tokens of its own (the small
+one $0.003-0.008, the large one $0.015-0.06: never the lesson's $0.01, never one price for
+both), the steps' names (none the lesson's, except in the plans whose stories name the lookup
+and the draft: the slowest step's and the draft's place), and the 0.05-0.5 s a worker takes
+after each step it records before it goes on (writing the checkpoint, the workflow's own
+code), so a worker's time is always more than its steps'. The learner's functions get the
+trace the store holds afterwards (`build_trace`, what `engine.trace(run_id)` returns), built
+anew for them, so nothing they change in it changes what they are judged against.
 
 Where a question is about workers dying around the wait (q1's no-worker time, q3's
 finisher), the workers killed after the wait are processes of their own, SIGKILLed as in the
-lesson (`lumpy.resume_in_worker`): each leaves its lease behind to run out, so every gap
-before the next worker is longer than a lease. Elsewhere workers die in-process, at one of
-the engine's crash points or by a `Crash` raised while they wait to retry the CRM (a hook
-only an engine in this process has), which costs a few milliseconds instead of a process
-start. The trace either leaves is the same: an execution with no ending, then a stretch
-with no worker.
+lesson (`resume_in_worker` below, lumpy's for this module's agent): each leaves its lease
+behind to run out, so every gap before the next worker is longer than a lease. Elsewhere
+workers die in-process, at one of the engine's crash points or by a `Crash` raised while they
+wait to retry the CRM (a hook only an engine in this process has), which costs a few
+milliseconds instead of a process start. The trace either leaves is the same: an execution
+with no ending, then a stretch with no worker.
 
 What each answer is judged against:
 - q1, where the time went: the grader's own trace of the same run, split by
@@ -33,7 +40,8 @@ What each answer is judged against:
 What a right answer must have, and how the cases vary it:
 
 q1 `time_spent(tree)`, `slowest_step(tree)`
-- three parts that add up to the run's duration, each to 0.01 s: working (executions),
+- three parts that add up to the run's duration, each to 0.01 s: working (executions, which
+  last longer than their steps on every ticket: an answer that adds up step spans fails),
   parked (waits and sleeps: one case sleeps until the morning before its first step, so an
   answer that counts only waits fails), and no worker (the stretches after a dead worker's
   last record: workers SIGKILLed before and after the wait, each replaced 45 s to 20 min
@@ -47,9 +55,13 @@ q1 `time_spent(tree)`, `slowest_step(tree)`
 q2 `cost_by_step(tree)`, `unrecorded_cost(tree, world)`
 - each model step's dollars as the provider billed the call the run recorded (to 1e-6),
   only steps, wherever they were recorded (a worker dying before the draft, so a later
-  execution holds it);
+  execution holds it); the two models' prices differ from each other and from the lesson's
+  on every ticket, so tokens priced at the lesson's price, at the run's average price or at
+  one model's price fail, and the steps of the first test are not named as the lesson's;
 - what the provider billed for calls no span shows: workers killed right after a model call
-  answered (billed, never recorded), and workers killed anywhere else or not at all (0).
+  answered (billed, never recorded: one model's call lost twice and the other's once, so
+  the lost tokens at any one price, or a recorded call's cost per lost call, are not what
+  was lost), and workers killed anywhere else or not at all (0).
 q3 `finished_by(tree)`
 - the execution that completed the run, as the check watched it happen: with nobody dying,
   with workers dying before and after the wait and a restarted one back under a dead one's
@@ -57,13 +69,19 @@ q3 `finished_by(tree)`
   last worker dead). Worker names are drawn per ticket.
 q4 `export_run(tree, provider)`
 - gen_ai.conversation.id, the id of the run exported (two runs, one after the other), on
-  every model call's span and on no other; every other span, parent, time and attribute as
-  a plain export gives them; the spans sent to the provider it is given.
+  every model call's span and on no other (the steps and the models are named anew on both
+  tickets, so model calls found by the lesson's step or model names are missed); every
+  other span, parent, time and attribute as a plain export gives them; the spans sent to
+  the provider it is given.
 """
 
+import json
 import math
 import numbers
 import os
+import signal
+import subprocess
+import sys
 from collections.abc import Mapping
 from functools import partial
 from typing import List, Optional
@@ -75,6 +93,8 @@ from ...errors import Crash
 from ...faults import AFTER_CHECKPOINT, AFTER_EFFECT, BEFORE_STEP, CrashAt
 from ...jsonvalue import decode
 from ...lab.timeline import time_split
+from ...policy import Retry, Step
+from ...sim import FakeLLM, World
 from ...store import SQLiteStore
 from ...store.records import STEP
 from ...trace import EXECUTION, STEP_SPAN, Span, build_trace, format_duration
@@ -88,11 +108,127 @@ EXERCISE = Exercise("10_tracing", "Reading a lumpy run's trace",
 
 HOUR, DAY = 3600.0, lumpy.DAY
 DEADLINE = 3 * DAY                   # how long support_agent waits for the manager
-MODEL_STEPS = ("classify", "draft_reply")
 POOL = ("pod", "worker", "vm", "node", "box", "host")
+LESSON_PRICE = 0.01                  # dollars per 1,000 tokens: sim.FakeLLM's, lesson 10's ticket's
 SECONDS = 0.01                       # how close a time must be: an answer rounded to 0.01 s passes
 DOLLARS = 1e-6                       # the provider bills to the millionth of a dollar
 CONVERSATION = "gen_ai.conversation.id"
+
+
+# the agent ---------------------------------------------------------------------------------
+# Lesson 10's support agent, step for step, but with the names of its steps and the models it
+# calls drawn per ticket: an answer that finds the model calls by the lesson's step names, or
+# prices tokens at the lesson's one price, meets tickets where neither holds.
+LESSON_NAMES = {step: step for step in ("classify", "lookup_order", "draft_reply", "refund",
+                                        "send_reply", "close_ticket")}
+OTHER_NAMES = {   # none is the lesson's name, or holds a word of a lesson's model step
+    "classify": ("triage", "categorise", "label_ticket", "route_ticket", "sort_ticket"),
+    "lookup_order": ("fetch_order", "crm_lookup", "get_order", "find_order", "load_order"),
+    "draft_reply": ("write_reply", "compose_answer", "write_response", "compose_email",
+                    "answer_customer"),
+    "refund": ("pay_back", "issue_refund", "refund_card", "return_money"),
+    "send_reply": ("email_customer", "mail_answer", "send_answer", "notify_customer"),
+    "close_ticket": ("resolve_ticket", "mark_done", "close_case", "archive_ticket"),
+}
+MODEL_CALLS = {"classify": "small", "draft_reply": "large"}    # the model steps, by their size
+PROVIDERS = ("acme-ai", "northwind-ml", "fabrikam-llm", "contoso-models", "tailspin-ai")
+MODEL_NAMES = {"small": ("swift-mini", "lite-2", "flash-s", "nano-3"),
+               "large": ("atlas-xl", "grand-2", "deep-pro", "sage-large")}
+PRICES = {"small": (0.003, 0.008), "large": (0.015, 0.06)}   # dollars per 1,000 tokens
+SECONDS_PER_OUTPUT_TOKEN = {"small": 0.01, "large": 0.03}    # as lumpy.chat spends them
+
+_clocks = {}     # folder -> the FakeClock a model call spends its time on (as lumpy.use_clock)
+
+
+def renamed(at: CrashAt, names) -> CrashAt:
+    """The crash point `at` (named by the lesson's steps) in a ticket whose steps are `names`."""
+    return CrashAt(names.get(at.step, at.step), at.when, at.occurrence, at.kill)
+
+
+def model_call(folder, model, prompt):
+    """lumpy.chat, on a model of the ticket's: billed at the model's own price in the world's
+    model ledger (world.llm reads every call, whoever billed it), in as much time."""
+    llm = FakeLLM(os.path.join(folder, World.llm.filename), price_per_1k_tokens=model["price"])
+    try:
+        answer = llm.complete(prompt)
+    finally:
+        llm.close()
+    input_tokens = len(prompt.split())
+    output_tokens = answer["tokens"] - input_tokens
+    clock = _clocks.get(os.fspath(folder))
+    if clock is not None:
+        clock.advance(0.3 + input_tokens / 4000
+                      + output_tokens * SECONDS_PER_OUTPUT_TOKEN[model["size"]])
+    return {"text": answer["text"], "model": model["model"], "provider": model["provider"],
+            "input_tokens": input_tokens, "output_tokens": output_tokens,
+            "tokens": answer["tokens"], "cost": answer["cost"]}
+
+
+def _dollars(answer):
+    return answer["cost"]
+
+
+@workflow("ex10-support-agent", version=1)
+def support_agent(ctx, folder, order_id, amount, crm_failures, history_words, names, models,
+                  nap=None):
+    """lumpy.support_agent with its steps named by `names` and its model calls made on
+    `models` ({model step: its model}); with `nap`, a ticket that came in after hours: the
+    run first sleeps until the morning (a sleep parks a run as a wait does)."""
+    if nap is not None:
+        ctx.sleep(nap, "morning")
+    topic = ctx.step(Step(names["classify"], cost=_dollars), model_call, folder,
+                     models["classify"],
+                     f"Classify this support ticket about order {order_id} in one word.")
+    order = ctx.step(Step(names["lookup_order"],
+                          retry=Retry(max_attempts=8, initial=1.0, jitter=False)),
+                     lumpy.lookup_order, folder, order_id, crm_failures)
+    draft = ctx.step(Step(names["draft_reply"], cost=_dollars), model_call, folder,
+                     models["draft_reply"],
+                     f"Topic: {topic['text']}. Order: {order}. Draft a reply offering a refund "
+                     f"of {amount}. The customer's history: "
+                     + lumpy.customer_history(order_id, history_words))
+    decision = ctx.wait_for_signal("approval", timeout=DEADLINE)
+    if not decision or not decision.get("approved"):
+        ctx.step(names["close_ticket"], lumpy.close_ticket, folder, order["ticket"],
+                 ctx.idempotency_key("close", order_id))
+        return {"order": order_id, "refunded": 0}
+    payment = ctx.step(names["refund"], lumpy.refund, folder, order_id, amount,
+                       ctx.idempotency_key("refund", order_id))
+    ctx.step(names["send_reply"], lumpy.send_reply, folder, order["email"], draft["text"],
+             ctx.idempotency_key("reply", order_id))
+    ctx.step(names["close_ticket"], lumpy.close_ticket, folder, order["ticket"],
+             ctx.idempotency_key("close", order_id))
+    return {"order": order_id, "refunded": amount, "refund_id": payment["refund_id"]}
+
+
+# a worker that really dies: lumpy.resume_in_worker, for this module's agent ------------------
+_WORKER = ("import sys; from durable_lite.grading.exercises.ex10_tracing import worker_main; "
+           "worker_main(sys.argv[1])")
+
+
+def resume_in_worker(store_path, folder, run_id, *, worker, at, kill_at) -> bool:
+    """Resume `run_id` in a fresh Python process named `worker`, on a FakeClock set to `at`,
+    which SIGKILLs itself at `kill_at`. True if it was killed there. (lumpy's own worker
+    knows only lumpy's agent; this one imports this module, so it knows the one above.)"""
+    spec = {"store": os.fspath(store_path), "folder": os.fspath(folder), "run_id": run_id,
+            "worker": worker, "at": at, "kill_at": [kill_at.step, kill_at.when, kill_at.occurrence]}
+    proc = subprocess.run([sys.executable, "-c", _WORKER, json.dumps(spec)],
+                          capture_output=True, text=True, timeout=60)
+    if proc.returncode not in (0, -signal.SIGKILL):
+        raise RuntimeError(f"worker {worker} resuming run {run_id!r} failed (exit "
+                           f"{proc.returncode}):\n{proc.stderr[-2000:]}")
+    return proc.returncode == -signal.SIGKILL
+
+
+def worker_main(spec_json: str):
+    """The worker process's whole life: resume the run until the kill point kills it."""
+    spec = json.loads(spec_json)
+    clock = FakeClock(spec["at"])
+    lumpy.use_clock(spec["folder"], clock)
+    _clocks[spec["folder"]] = clock
+    crash = CrashAt(*spec["kill_at"], kill=True)
+    Engine(SQLiteStore(spec["store"]), clock, worker=spec["worker"], crash_at=crash) \
+        .resume(spec["run_id"])
 
 
 # the runs -----------------------------------------------------------------------------------
@@ -103,12 +239,13 @@ class Kill:
     def __init__(self, at: Optional[CrashAt] = None, backoff: int = 0, gap: float = 60.0):
         self.at, self.backoff, self.gap = at, backoff, gap
 
-    def words(self) -> str:
+    def words(self, names=None) -> str:
+        """In words, with the steps called as the ticket calls them (`names`)."""
         if self.at is None:
             return f"killed while waiting to retry the CRM after {self.backoff} timeouts"
         if self.at.step == "approval":
             return "killed right after it recorded the manager's answer"
-        return "killed " + crash_label(self.at)
+        return "killed " + crash_label(renamed(self.at, names or LESSON_NAMES))
 
     def __repr__(self):
         return f"Kill({self.words()}, gap {self.gap:g} s)"
@@ -138,11 +275,16 @@ class Ticket:
     worker killed in the second phase is a process of its own. decision: "approve",
     "reject", "timeout" (nobody answers in three days) or "pending" (the trace is taken
     while the run still waits). finished=False: the last worker of the second phase dies
-    and nobody has taken the run up when the trace is taken.
+    and nobody has taken the run up when the trace is taken. steps: {lesson's step name:
+    this ticket's}; models: {model step: its model, provider, size and price}; between:
+    the seconds a worker spends after each step it records (writing the checkpoint, the
+    workflow's own code) before it goes on, so a worker's time is more than its steps'.
+    The workers' names are drawn (`names`, in the order they take the run up).
     """
 
-    def __init__(self, folder, draw, *, crm_failures=4, history_words=2400, decision="approve",
-                 before=(), after=(), finished=True, reuse_name=False, sigkill=False, nap=None):
+    def __init__(self, folder, draw, *, steps, models, between, crm_failures=4,
+                 history_words=2400, decision="approve", before=(), after=(), finished=True,
+                 reuse_name=False, sigkill=False, nap=None):
         self.folder = os.fspath(folder)
         os.makedirs(self.folder, exist_ok=True)
         self.store_path = os.path.join(self.folder, "runs.db")
@@ -150,6 +292,7 @@ class Ticket:
         self.started_at = self.clock()
         self.order, self.amount = draw.order_id(), draw.amount()
         self.run_id = draw.run_id("ticket")
+        self.step_names, self.models, self.between = dict(steps), dict(models), between
         self.crm_failures, self.history_words = crm_failures, history_words
         self.decision, self.finished, self.sigkill = decision, finished, sigkill
         self.before, self.after = list(before), list(after)
@@ -167,10 +310,12 @@ class Ticket:
         self.finisher = None                          # (execution number, worker)
         self.story: List[str] = []
         lumpy.use_clock(self.folder, self.clock)
+        _clocks[self.folder] = self.clock
         try:
             self._live()
         finally:
             lumpy.use_clock(self.folder, None)
+            _clocks.pop(self.folder, None)
 
     # living through it -----------------------------------------------------------------
     def _engine(self, kill=None) -> Engine:
@@ -178,11 +323,18 @@ class Ticket:
         self.executions.append(worker)
         crash = sleep = None
         if kill is not None and kill.at is not None:
-            crash = kill.at
+            crash = renamed(kill.at, self.step_names)
         elif kill is not None:
             sleep = _DiesInBackoff(self.clock, kill.backoff)
-        return Engine(SQLiteStore(self.store_path), self.clock, worker=worker, crash_at=crash,
-                      sleep=sleep)
+        engine = Engine(SQLiteStore(self.store_path), self.clock, worker=worker, crash_at=crash,
+                        sleep=sleep)
+        engine.on_step = self._carry_on
+        return engine
+
+    def _carry_on(self, label, how):
+        """After each step a worker records, the time it takes to go on to the next."""
+        if how == "executed":
+            self.clock.advance(self.between)
 
     def _phase(self, kills, take_up, last_lives=True, sigkill=False):
         """Workers take the run up in turn: each of `kills` dies as planned, then (if
@@ -203,7 +355,7 @@ class Ticket:
                                        "worker never reached that point")
             later = format_duration(kill.gap)
             alone = not last_lives and kill is kills[-1]
-            self.story.append(f"{worker} was {kill.words()}; " + (
+            self.story.append(f"{worker} was {kill.words(self.step_names)}; " + (
                 f"nobody had taken the run up {later} later" if alone
                 else f"the next worker came {later} later"))
             self.clock.advance(kill.gap)
@@ -220,11 +372,10 @@ class Ticket:
         out: every gap is longer than the lease."""
         worker = self.names[len(self.executions)]
         self.executions.append(worker)
-        ended = lumpy.resume_in_worker(self.store_path, self.folder, self.run_id,
-                                       worker=worker, at=self.clock(), kill_at=kill.at)
-        if not ended.killed:
+        if not resume_in_worker(self.store_path, self.folder, self.run_id, worker=worker,
+                                at=self.clock(), kill_at=renamed(kill.at, self.step_names)):
             raise RuntimeError(f"{kill} was planned for run {self.run_id!r}, but worker "
-                               f"{worker} ended with {ended.run}")
+                               f"{worker} was not killed there")
         return worker
 
     def _live(self):
@@ -234,14 +385,9 @@ class Ticket:
                           "went into the draft")
 
         def start(engine):
-            if self.nap is None:
-                engine.start(lumpy.support_agent, self.folder, self.order, self.amount,
-                             run_id=self.run_id, crm_failures=self.crm_failures,
-                             history_words=self.history_words)
-            else:
-                engine.start(after_hours_agent, self.folder, self.order, self.amount,
-                             run_id=self.run_id, crm_failures=self.crm_failures,
-                             history_words=self.history_words, nap=self.nap)
+            engine.start(support_agent, self.folder, self.order, self.amount, self.crm_failures,
+                         self.history_words, self.step_names, self.models, nap=self.nap,
+                         run_id=self.run_id)
 
         if self.nap is not None:                      # one go that only puts the run to sleep
             start(self._engine())
@@ -290,6 +436,10 @@ class Ticket:
         """{generation: dollars}: every model call the provider billed."""
         return {bill["generation"]: bill["cost"] for bill in Ledgers(self.folder).model_bills()}
 
+    def model_steps(self) -> set:
+        """The names of this ticket's model steps."""
+        return {self.step_names[step] for step in MODEL_CALLS}
+
     def recorded_generations(self) -> dict:
         """{model step label: generation} for the model calls the store recorded."""
         store = SQLiteStore(self.store_path)
@@ -299,10 +449,16 @@ class Ticket:
             store.close()
         out = {}
         for entry in entries:
-            if entry.kind == STEP and entry.name in MODEL_STEPS:
+            if entry.kind == STEP and entry.name in self.model_steps():
                 text = decode(entry.result_json)["text"]         # "[generation 7] ..."
                 out[entry.label] = int(text.split("]")[0].split()[-1])
         return out
+
+    def price_list(self) -> str:
+        """This ticket's models and their prices, in words."""
+        return "; ".join(f"{self.step_names[step]} calls {m['model']} of {m['provider']} at "
+                         f"${m['price']:g} per 1,000 tokens"
+                         for step, m in self.models.items())
 
     def describe(self) -> str:
         return f"ticket run {self.run_id!r}: " + "; ".join(self.story)
@@ -310,15 +466,6 @@ class Ticket:
     def named(self) -> str:
         """The run in a few words, where its story does not matter."""
         return f"ticket run {self.run_id!r}"
-
-
-@workflow("ex10-support-agent-after-hours", version=1)
-def after_hours_agent(ctx, folder, order_id, amount, crm_failures=4, history_words=2400, nap=0.0):
-    """Lesson 10's support agent on a ticket that came in after hours: the run sleeps until
-    the morning, then goes on as the lesson's agent does (a workflow is a function of ctx:
-    its steps join this run). A sleep parks the run just as a wait does."""
-    ctx.sleep(nap, "morning")
-    return lumpy.support_agent(ctx, folder, order_id, amount, crm_failures, history_words)
 
 
 # drawing the cases ---------------------------------------------------------------------------
@@ -352,13 +499,40 @@ def _kills(draw, points, n) -> list:
 
 def ticket(folder, draw, **plan) -> Ticket:
     """A ticket lived through in its own folder inside `folder`, from a plan (below)."""
+    return Ticket(os.path.join(folder, draw.token(6)), draw, **full_plan(draw, plan))
+
+
+def full_plan(draw, plan) -> dict:
+    """The plan, with what it leaves open drawn: how often the CRM times out, how much
+    history goes into the draft, the steps' names, the models and their prices, and the
+    seconds a worker takes between two steps."""
+    plan = dict(plan)
     plan.setdefault("crm_failures", draw.randint(0, 5))
     plan.setdefault("history_words", draw.randint(200, 4000))
-    return Ticket(os.path.join(folder, draw.token(6)), draw, **plan)
+    plan.setdefault("steps", step_names(draw))
+    plan.setdefault("models", models(draw))
+    plan.setdefault("between", round(draw.uniform(0.05, 0.5), 3))
+    return plan
+
+
+def step_names(draw) -> dict:
+    """{lesson's step name: another}, none of them the lesson's."""
+    return {step: draw.choice(OTHER_NAMES[step]) for step in LESSON_NAMES}
+
+
+def models(draw) -> dict:
+    """{model step: its model}: a small model for the first call and a large one for the
+    draft, each of a drawn provider, at prices of their own (neither is the lesson's)."""
+    return {step: {"size": size, "model": draw.choice(MODEL_NAMES[size]),
+                   "provider": draw.choice(PROVIDERS),
+                   "price": round(draw.uniform(*PRICES[size]), 4)}
+            for step, size in MODEL_CALLS.items()}
 
 
 # Plans: the branches the questions name, each a function of the test's draw. Every test
-# lives through the plans its name promises, on every run.
+# lives through the plans its name promises, on every run. The plans about the slowest step
+# and about the draft's place keep the lesson's step names (their stories, and the tests of
+# them, name the lookup and the draft); every other plan's steps are named anew per ticket.
 def quiet(draw) -> dict:
     """Nobody dies; the manager approves or refuses."""
     return {"decision": draw.choice(["approve", "reject"])}
@@ -389,13 +563,15 @@ def abandoned(draw) -> dict:
 
 def flaky_crm(draw) -> dict:
     """The CRM times out 3-5 times: the retried lookup is the slowest step."""
-    return {"crm_failures": draw.randint(3, 5), "history_words": draw.randint(200, 3000)}
+    return {"crm_failures": draw.randint(3, 5), "history_words": draw.randint(200, 3000),
+            "steps": LESSON_NAMES}
 
 
 def steady_crm(draw) -> dict:
     """The CRM times out at most once and the history is long: the draft is the slowest."""
     return {"crm_failures": draw.randint(0, 1), "history_words": draw.randint(2200, 6000),
-            "after": [_kill(draw, AFTER_APPROVAL)] if draw.random() < 0.5 else []}
+            "after": [_kill(draw, AFTER_APPROVAL)] if draw.random() < 0.5 else [],
+            "steps": LESSON_NAMES}
 
 
 def split_lookup(draw) -> dict:
@@ -413,7 +589,7 @@ def split_lookup(draw) -> dict:
     middle = (max(before, after) + before + after) / 2
     words = int((middle - 0.3 - 1.41) * 4000) - 45            # the draft's seconds (lumpy.chat)
     return {"crm_failures": failures, "history_words": words,
-            "before": [Kill(backoff=first, gap=_gap(draw))]}
+            "before": [Kill(backoff=first, gap=_gap(draw))], "steps": LESSON_NAMES}
 
 
 def draft_later(draw) -> dict:
@@ -422,12 +598,17 @@ def draft_later(draw) -> dict:
     kills = [_kill(draw, DRAFT_LATER)]
     if draw.random() < 0.5:
         kills.insert(0, Kill(CrashAt("classify", AFTER_EFFECT), gap=_gap(draw)))
-    return {"before": kills}
+    return {"before": kills, "steps": LESSON_NAMES}
 
 
 def lost_model_call(draw) -> dict:
-    """A worker (or two) killed right after a model call answered, before its checkpoint."""
-    return {"before": _kills(draw, LOSES_A_MODEL_CALL, draw.randint(1, 2))}
+    """Three workers killed right after a model call answered, before its checkpoint: one
+    model's call is lost twice, the other's once (which is drawn). The calls lost are then
+    never the same mix as the calls recorded (one of each), so what was lost is not the
+    lost tokens at any one price, nor a recorded call's cost for each lost call."""
+    twice = draw.choice(LOSES_A_MODEL_CALL)
+    return {"before": [Kill(at, gap=_gap(draw))
+                       for at in LOSES_A_MODEL_CALL for _ in range(2 if at == twice else 1)]}
 
 
 def killed_elsewhere(draw) -> dict:
@@ -524,6 +705,11 @@ def _split_hint(tree, theirs, mine, off) -> str:
         return ("this run slept as well as waited: a sleep parks it too" if slept and
                 theirs["parked"] < mine["parked"] else
                 "parked is every second the run waited or slept, and nothing else")
+    steps = sum(s.duration for s in tree.find(kind=STEP_SPAN))
+    if "working" in off and abs(theirs["working"] - steps) <= SECONDS:
+        return ("a worker's time is not all in its steps: between two steps it writes a "
+                "checkpoint and runs the workflow's own code. Working is the time the "
+                "executions lasted, each from its start to its last record")
     if "no worker" in off and mine["no worker"] > theirs["no worker"]:
         return ("an execution whose worker died ends at its last record, and the next begins "
                 "when another worker takes the run up: the time between belongs to nobody")
@@ -655,14 +841,14 @@ def _judge_costs(cost_by_step, case: Ticket, hint=""):
     if not all(isinstance(k, str) and _number(v) for k, v in answer.items()):
         raise Fail(f"cost_by_step returned {answer!r}; expected step names mapped to dollars")
     spent = {k: float(v) for k, v in answer.items() if v}
-    steps = {s.name for s in case.trace().find(kind=STEP_SPAN)}
+    tree = case.trace()
+    steps = {s.name for s in tree.find(kind=STEP_SPAN)}
     strangers = sorted(set(spent) - steps)
     shown = ", ".join(f"{k}: ${v:.6f}" for k, v in sorted(spent.items())) or "nothing"
     if strangers:
         raise Fail(f"{case.describe()}.\ncost_by_step gave {shown}; {strangers} "
-                   f"{'is not a step' if len(strangers) == 1 else 'are not steps'}",
-                   "the run and its executions carry the sums of their steps' costs: keep to "
-                   "spans of kind 'step'")
+                   f"{'is not a step' if len(strangers) == 1 else 'are not steps'} of this "
+                   f"run (its steps: {', '.join(sorted(steps))})", _strangers_hint(strangers, tree))
     missing = sorted(set(expected) - set(spent))
     if missing:
         raise Fail(f"{case.describe()}.\ncost_by_step gave {shown}: nothing for "
@@ -670,13 +856,52 @@ def _judge_costs(cost_by_step, case: Ticket, hint=""):
     wrong = [k for k in expected if abs(spent[k] - expected[k]) > DOLLARS]
     if wrong:
         k = wrong[0]
-        raise Fail(f"{case.describe()}.\ncost_by_step gave {k!r} ${spent[k]:.6f}; the "
-                   f"provider billed ${expected[k]:.6f} for the call the run recorded",
-                   "a step's cost is in dollars (span.cost), not tokens")
+        tokens = sum(s.tokens for s in tree.find(kind=STEP_SPAN, name=k))
+        raise Fail(f"{case.describe()}.\ncost_by_step gave {k!r} ${spent[k]:.6f}"
+                   f"{_priced_as(spent[k], tokens)}; the provider billed ${expected[k]:.6f} "
+                   f"for the call the run recorded ({case.price_list()})",
+                   _price_hint(tree, spent[k], tokens))
     extra = sorted(set(spent) - set(expected))
     if extra:
         raise Fail(f"{case.describe()}.\ncost_by_step gave {shown}, but {extra} cost nothing: "
                    "the provider billed only the model calls")
+
+
+def _strangers_hint(strangers, tree) -> str:
+    """Why an answer named spans that are not steps, from what it named."""
+    if set(strangers) & set(LESSON_NAMES):
+        return ("this run's steps are not named as the lesson's are: take each step's name from "
+                "its span")
+    if any(s.kind != STEP_SPAN for name in strangers for s in tree.find(name=name)):
+        return ("the run and its executions carry the sums of their steps' costs: keep to "
+                "spans of kind 'step'")
+    return "name each step as its span does"
+
+
+def _priced_as(dollars, tokens) -> str:
+    """What the learner's dollars are, when they are the step's tokens priced at the lesson's
+    price (or the tokens themselves)."""
+    if tokens and abs(dollars - tokens) < 0.5:
+        return f" (its {tokens} tokens)"
+    if tokens and abs(dollars - tokens * LESSON_PRICE / 1000) <= DOLLARS:
+        return f" (its {tokens} tokens at the lesson's ${LESSON_PRICE:g} per 1,000)"
+    return ""
+
+
+def _price_hint(tree, dollars, tokens) -> str:
+    """Where a step's dollars went wrong: tokens for dollars, tokens priced at one price (the
+    lesson's, the run's average, another call's), or something else."""
+    if tokens and abs(dollars - tokens) < 0.5:
+        return "a step's cost is in dollars, not tokens: its span says what the step cost"
+    calls = [s for s in tree.find(kind=STEP_SPAN) if s.is_model_call and s.tokens]
+    prices = [LESSON_PRICE / 1000] + [s.cost / s.tokens for s in calls]
+    if tree.tokens:
+        prices.append(tree.cost / tree.tokens)
+    if tokens and any(math.isclose(dollars / tokens, price, rel_tol=0.01) for price in prices):
+        return ("the models here have prices of their own, which differ from each other: a "
+                "step's span already holds the dollars its call was billed, with no price to "
+                "apply")
+    return "compare your dollars with what each step's span says the step cost"
 
 
 @q2.test("no worker died: each model call's dollars, as the provider billed them",
@@ -699,20 +924,27 @@ def _(cost_by_step, unrecorded_cost, draw):
 
 def _judge_unrecorded(unrecorded_cost, case: Ticket):
     needs_callable(unrecorded_cost, "unrecorded_cost")
-    billed = case.billed()
+    bills = Ledgers(case.folder).model_bills()
     seen = set(case.recorded_generations().values())
-    expected = sum(cost for g, cost in billed.items() if g not in seen)
+    unseen = [bill for bill in bills if bill["generation"] not in seen]
+    expected = sum(bill["cost"] for bill in unseen)
     answer = unrecorded_cost(case.trace(), case.world())
     if not _number(answer):
         raise Fail(f"unrecorded_cost returned {answer!r}; expected a number of dollars")
     if abs(answer - expected) <= DOLLARS:
         return
-    lost = len(billed) - len(seen)
-    raise Fail(f"{case.describe()}.\nThe provider billed {len(billed)} model calls; the trace "
-               f"shows {len(seen)}. unrecorded_cost returned ${answer:.6f}"
-               + ("" if lost else "; every call the provider billed is in the trace here"),
-               "the provider's ledger knows every call it billed, the trace only the calls the "
-               "run recorded: what the one holds beyond the other is what is missing")
+    hint = ("the provider's ledger knows every call it billed, the trace only the calls the "
+            "run recorded: what the one holds beyond the other is what is missing")
+    tokens = sum(bill["tokens"] for bill in unseen)
+    priced = ""
+    if unseen and abs(answer - tokens * LESSON_PRICE / 1000) <= DOLLARS:
+        priced = f" (the unrecorded {tokens} tokens at the lesson's ${LESSON_PRICE:g} per 1,000)"
+        hint = ("each call was billed at its own model's price, and neither is the lesson's: the "
+                "provider's ledger holds the dollars, not only the tokens")
+    raise Fail(f"{case.describe()}.\nThe provider billed {len(bills)} model calls; the trace "
+               f"shows {len(seen)}. unrecorded_cost returned ${answer:.6f}{priced}"
+               + ("" if unseen else "; every call the provider billed is in the trace here")
+               + f" ({case.price_list()})", hint)
 
 
 @q2.test("a worker killed right after a model call ran: the provider billed a call the trace "

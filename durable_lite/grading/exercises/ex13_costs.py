@@ -32,9 +32,16 @@ q2 `break_even_steps(w, q, h)` -> the fewest n that pays, or None
   None, at once, and with crashes an answer of None alone fails);
 - the shape: an int of at least 1, or None; each call within 3 s.
 
-q3 `reasons_for(steps, long_seconds, long_dollars)` -> a set of reasons
+q3 `reasons_for(steps, long_seconds, long_dollars)` -> the reasons that hold
+- the shape: a set of reason names; as the question says, a list or tuple of them, or a
+  dict {reason: bool} like `costs.reasons` returns, is read the same way (the reasons, not
+  the container, are what the question is about); anything else, or a name that is not a
+  reason, fails;
 - each reason alone, none, and several at once, in drawn workloads (harmless effects in
   every one, so "any effect" is not "irreversible"; many small steps that are not long);
+- irreversible is any harm at all: on every run one workload's only harmful step costs
+  $0.01-0.10 if repeated (below every line and every other effect's harm), so an answer
+  that wants the harm, or the total harm, above a threshold fails;
 - long counts work, not waiting (a wait far longer than the line, and no work to speak of);
 - the line is the one passed, not the lesson's 60 s and $1 (lines that cross between them);
 - the boundary: exactly the line's seconds of work, or exactly its dollars, is not long
@@ -531,8 +538,10 @@ def _split(draw, total, parts, digits=3):
 
 
 def workload(draw, long_seconds, long_dollars, long_by=None, irreversible=False,
-             waits=False, many=False):
+             waits=False, many=False, harm=None):
     """Steps with exactly the reasons asked for. long_by: None, "seconds" or "dollars".
+    harm: what the harmful step's duplicate costs, if irreversible (None: drawn from the
+    range of its kind of effect).
     The sums keep 20% from the line, so no way of adding them can cross it, and stay on
     the same side of the lesson's line (60 s, $1): only the test about the line tells an
     answer that uses the one passed from one that uses the lesson's."""
@@ -565,7 +574,7 @@ def workload(draw, long_seconds, long_dollars, long_by=None, irreversible=False,
     if irreversible:
         name, low, high = draw.choice(_HARMFUL)
         harmful = _step(f"{name} {tag}", round(draw.uniform(0.1, 1), 3),
-                        harm=round(draw.uniform(low, high), 2))
+                        harm=round(draw.uniform(low, high), 2) if harm is None else harm)
         steps.insert(draw.randint(1, len(steps)), harmful)
     if waits:                                      # far longer than the line, and no work
         wait = round(high_s * draw.uniform(10, 2000))
@@ -656,7 +665,8 @@ def _hint(steps, long_seconds, long_dollars, said, want):
         hints.append("only a step whose duplicate does harm (harm > 0) counts; one that is "
                      "harmless to repeat does not, whatever it costs")
     if "irreversible" in want - said:
-        hints.append("a single step whose duplicate does harm (harm > 0) is enough")
+        hints.append("a single step whose duplicate does harm (harm > 0) is enough, however "
+                     "little that harm is")
     if "waits" in said ^ want:
         hints.append("a run waits when one of its steps waits on a person or a system "
                      "(waits=True)")
@@ -674,66 +684,74 @@ def _judge_reasons(reasons_for, steps, long_seconds, long_dollars):
                    _hint(steps, long_seconds, long_dollars, said, want))
 
 
-@q3.test("no reason: short, cheap runs whose every step is harmless to repeat",
-         hint="none of the three reasons holds: the answer is an empty set")
-def _(reasons_for, draw):
+# The cases of each test, drawn by a function of the test's draw (the tests judge them in
+# order), so that what each test reaches on every seed can be shown without an answer.
+def no_reason_cases(draw) -> list:
+    """Two workloads with no reason (one of many small steps), then the second again with
+    one of its harmless effects swapped for a harmful one: an answer that finds no reason
+    anywhere fails there too. Each case is (steps, long_seconds, long_dollars)."""
+    cases = []
     for many in (False, True):
         line = lines(draw)
         steps = workload(draw, *line, many=many)
-        _judge_reasons(reasons_for, steps, *line)
-    # and the last one again, one of its harmless effects swapped for a harmful one: an
-    # answer that finds no reason anywhere fails here too
-    i = draw.choice([i for i, s in enumerate(steps) if s["name"].startswith(_HARMLESS)])
+        cases.append((steps, *line))
+    swapped = [dict(s) for s in steps]
+    i = draw.choice([i for i, s in enumerate(swapped) if s["name"].startswith(_HARMLESS)])
     name, low, high = draw.choice(_HARMFUL)
-    steps[i] = _step(f"{name} {steps[i]['name'].split()[-1]}", steps[i]["seconds"],
-                     harm=round(draw.uniform(low, high), 2))
-    _judge_reasons(reasons_for, steps, *line)
+    swapped[i] = _step(f"{name} {swapped[i]['name'].split()[-1]}", swapped[i]["seconds"],
+                       harm=round(draw.uniform(low, high), 2))
+    cases.append((swapped, *line))
+    return cases
 
 
-@q3.test("long: more work than the line in seconds, or more dollars than the line in calls",
-         hint="long is about what a redo from the top costs: the seconds of work and the "
-              "dollars, each added up over the steps")
-def _(reasons_for, draw):
+def long_cases(draw) -> list:
+    """Long by seconds in a few steps, by seconds in many small ones, and by dollars."""
+    cases = []
     for long_by, many in (("seconds", False), ("seconds", True), ("dollars", False)):
         line = lines(draw)
-        _judge_reasons(reasons_for, workload(draw, *line, long_by=long_by, many=many), *line)
+        cases.append((workload(draw, *line, long_by=long_by, many=many), *line))
+    return cases
 
 
-@q3.test("irreversible: a step whose duplicate would do harm, and only then",
-         hint="look at each step's harm: more than 0 means a second run of it does damage")
-def _(reasons_for, draw):
+def irreversible_cases(draw) -> list:
+    """One harmful step among harmless ones: first a duplicate that costs a few cents (harm
+    $0.01-0.10, far below every line and every ordinary effect's harm, so an answer that
+    wants harm above some threshold, alone or added up, fails on every run), then two of
+    ordinary harm."""
+    cases = []
+    for harm in (round(draw.uniform(0.01, 0.1), 2), None, None):
+        line = lines(draw)
+        cases.append((workload(draw, *line, irreversible=True, harm=harm), *line))
+    return cases
+
+
+def waits_cases(draw) -> list:
+    cases = []
     for _ in range(2):
         line = lines(draw)
-        _judge_reasons(reasons_for, workload(draw, *line, irreversible=True), *line)
+        cases.append((workload(draw, *line, waits=True), *line))
+    return cases
 
 
-@q3.test("waits: a run that waits on a person or a system, however little work it does",
-         hint="a step with waits=True makes the run wait; its seconds are waiting, not work")
-def _(reasons_for, draw):
-    for _ in range(2):
-        line = lines(draw)
-        _judge_reasons(reasons_for, workload(draw, *line, waits=True), *line)
-
-
-@q3.test("several reasons at once: every one that holds is named",
-         hint="check each of the three reasons on its own; any number of them can hold")
-def _(reasons_for, draw):
+def several_cases(draw) -> list:
+    cases = []
     for long_by, irreversible, waits in (("seconds", True, False), (None, True, True),
                                          ("dollars", False, True), ("seconds", True, True)):
         line = lines(draw)
-        _judge_reasons(reasons_for, workload(draw, *line, long_by=long_by,
-                                             irreversible=irreversible, waits=waits), *line)
+        cases.append((workload(draw, *line, long_by=long_by, irreversible=irreversible,
+                               waits=waits), *line))
+    return cases
 
 
-@q3.test("long is judged against the line the check passes, not a fixed 60 s or $1",
-         hint="use the long_seconds and long_dollars arguments")
-def _(reasons_for, draw):
+def line_cases(draw) -> list:
+    """Four workloads, each on the other side of the line passed than of the lesson's."""
     cases = [  # (line seconds, line dollars, work seconds, dollars): each crosses one line only
         (float(draw.randint(10, 40)), 1.0, None, None),         # long below 60 s
         (float(draw.randint(120, 600)), 1.0, "over 60", None),  # not long above 60 s
         (60.0, round(draw.uniform(0.1, 0.6), 2), None, "under 1"),   # long below $1
         (60.0, round(draw.uniform(2, 6), 2), None, "over 1"),        # not long above $1
     ]
+    out = []
     for long_seconds, long_dollars, seconds_kind, dollars_kind in cases:
         tag = draw.randint(100, 999)
         if seconds_kind is None and dollars_kind is None:       # work between the line and 60
@@ -751,12 +769,13 @@ def _(reasons_for, draw):
         steps = [_step(f"{draw.choice(_TOOLS)} {tag}-{i + 1}", s)
                  for i, s in enumerate(_split(draw, work * 0.6, parts))]
         steps.append(_step(f"{draw.choice(_MODEL)} {tag}", round(work * 0.4, 3), round(dollars, 4)))
-        _judge_reasons(reasons_for, steps, long_seconds, long_dollars)
+        out.append((steps, long_seconds, long_dollars))
+    return out
 
 
-@q3.test("on the line: exactly long_seconds of work, or exactly long_dollars, is not long",
-         hint="long is more than the line: a run that costs exactly the line is not long")
-def _(reasons_for, draw):
+def on_the_line_cases(draw) -> list:
+    """A workload of exactly the line's seconds of work, then one of exactly its dollars."""
+    cases = []
     for on in ("seconds", "dollars"):
         # Whole seconds and quarters of a dollar, so every sum is exact; lines at or below
         # the lesson's 60 s and $1, so this test is about the boundary alone (the test
@@ -778,4 +797,53 @@ def _(reasons_for, draw):
                        for _ in range(calls)]
         steps = [_step(f"{draw.choice(_MODEL if d else _TOOLS)} {tag}-{i + 1}", float(t), d)
                  for i, (t, d) in enumerate(zip(seconds, dollars))]
-        _judge_reasons(reasons_for, steps, line_seconds, line_dollars)
+        cases.append((steps, line_seconds, line_dollars))
+    return cases
+
+
+def _judge_all(reasons_for, cases):
+    for steps, long_seconds, long_dollars in cases:
+        _judge_reasons(reasons_for, steps, long_seconds, long_dollars)
+
+
+@q3.test("no reason: short, cheap runs whose every step is harmless to repeat",
+         hint="none of the three reasons holds: the answer is an empty set")
+def _(reasons_for, draw):
+    _judge_all(reasons_for, no_reason_cases(draw))
+
+
+@q3.test("long: more work than the line in seconds, or more dollars than the line in calls",
+         hint="long is about what a redo from the top costs: the seconds of work and the "
+              "dollars, each added up over the steps")
+def _(reasons_for, draw):
+    _judge_all(reasons_for, long_cases(draw))
+
+
+@q3.test("irreversible: a step whose duplicate would do harm, however little, and only then",
+         hint="look at each step's harm: more than 0 means a second run of it does damage")
+def _(reasons_for, draw):
+    _judge_all(reasons_for, irreversible_cases(draw))
+
+
+@q3.test("waits: a run that waits on a person or a system, however little work it does",
+         hint="a step with waits=True makes the run wait; its seconds are waiting, not work")
+def _(reasons_for, draw):
+    _judge_all(reasons_for, waits_cases(draw))
+
+
+@q3.test("several reasons at once: every one that holds is named",
+         hint="check each of the three reasons on its own; any number of them can hold")
+def _(reasons_for, draw):
+    _judge_all(reasons_for, several_cases(draw))
+
+
+@q3.test("long is judged against the line the check passes, not a fixed 60 s or $1",
+         hint="use the long_seconds and long_dollars arguments")
+def _(reasons_for, draw):
+    _judge_all(reasons_for, line_cases(draw))
+
+
+@q3.test("on the line: exactly long_seconds of work, or exactly long_dollars, is not long",
+         hint="long is more than the line: a run that costs exactly the line is not long")
+def _(reasons_for, draw):
+    _judge_all(reasons_for, on_the_line_cases(draw))
