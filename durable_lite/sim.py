@@ -586,26 +586,37 @@ class TravelDesk:
 
     def statement(self, trip=None) -> dict:
         """What the customer paid and holds, in euros (for one trip, or the whole folder):
-        `balance` = charged - refunded - the price of the bookings still held. 0 when the
-        ledgers balance; above 0, money taken for nothing; below 0, money given back twice
-        or a booking kept for free. `cancelled_twice` counts bookings cancelled more than
-        once."""
-        charged = sum(c["detail"]["amount"] for c in self._ledger("charges").records()
-                      if trip in (None, c["detail"]["trip"]))
-        refunded = self.world.payments.total(trip)
-        refunded = int(refunded) if float(refunded).is_integer() else refunded   # 1120, not 1120.0
-        held = self._bookings_held(trip)
-        ours = {b["record_id"] for b in self._ledger("bookings").records()
-                if trip in (None, b["detail"]["trip"])}
-        per_booking = {}
-        for c in self._ledger("cancellations").records():
-            booking = c["detail"]["booking_id"]
-            if booking in ours:
-                per_booking[booking] = per_booking.get(booking, 0) + 1
-        held_value = sum(b["detail"]["price"] for b in held)
-        return {"charged": charged, "refunded": refunded, "held": [b["detail"]["offer"] for b in held],
-                "held_value": held_value, "balance": charged - refunded - held_value,
-                "cancelled_twice": sum(1 for n in per_booking.values() if n > 1)}
+        see `statement_of`."""
+        return statement_of(self._ledger("charges").records(), self.world.payments.refunds(),
+                            self._ledger("bookings").records(),
+                            self._ledger("cancellations").records(), trip)
+
+
+def statement_of(charges, refunds, bookings, cancellations, trip=None) -> dict:
+    """A travel desk's statement from its ledgers' records (as `Ledger.records()` and
+    `Payments.refunds()` give them), for one trip or for all: `balance` = charged - refunded
+    - the price of the bookings still held. 0 when the ledgers balance; above 0, money taken
+    for nothing; below 0, money given back twice or a booking kept for free.
+    `cancelled_twice` counts bookings cancelled more than once. A function of the records
+    alone, so a check can compute it from records it read from the files itself."""
+    def ours(record_trip):
+        return trip in (None, record_trip)
+
+    charged = sum(c["detail"]["amount"] for c in charges if ours(c["detail"]["trip"]))
+    refunded = sum(r["amount"] for r in refunds if ours(r["order_id"]))
+    refunded = int(refunded) if float(refunded).is_integer() else refunded   # 1120, not 1120.0
+    cancelled = {c["detail"]["booking_id"] for c in cancellations}
+    trip_bookings = [b for b in bookings if ours(b["detail"]["trip"])]
+    held = [b for b in trip_bookings if b["record_id"] not in cancelled]
+    per_booking = {}
+    for c in cancellations:
+        booking = c["detail"]["booking_id"]
+        if any(b["record_id"] == booking for b in trip_bookings):
+            per_booking[booking] = per_booking.get(booking, 0) + 1
+    held_value = sum(b["detail"]["price"] for b in held)
+    return {"charged": charged, "refunded": refunded, "held": [b["detail"]["offer"] for b in held],
+            "held_value": held_value, "balance": charged - refunded - held_value,
+            "cancelled_twice": sum(1 for n in per_booking.values() if n > 1)}
 
 
 def travel_at(folder) -> TravelDesk:

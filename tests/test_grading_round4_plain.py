@@ -152,7 +152,12 @@ def through_sim(folder) -> dict:
     answers = [model.complete(bill["prompt"])["text"] for bill in bills]
     model.close()
     recipients = sorted({m["to"] for m in world.mailer.sent()}) if used("mailer") else []
+    desk = sim.travel_at(folder)
+    travel = {"all": desk.statement(), "trip-1": desk.statement("trip-1"),
+              **{name: world.ledger(name).records() for name in ("charges", "bookings",
+                                                                 "cancellations")}}
     return {"counts": world.summary(), "refunds": refunds, "bills": bills, "answers": answers,
+            "travel": travel,
             "model calls": world.llm.calls() if used("llm") else 0,
             "mail": world.mailer.sent() if used("mailer") else [],
             "mail to": {to: world.mailer.sent(to) for to in recipients}}
@@ -161,7 +166,10 @@ def through_sim(folder) -> dict:
 def from_files(folder) -> dict:
     read = Ledgers(folder)
     mail = read.mail()
+    travel = {"all": read.travel_statement(), "trip-1": read.travel_statement("trip-1"),
+              **{name: read.records(name) for name in ("charges", "bookings", "cancellations")}}
     return {"counts": read.counts(), "refunds": read.refunds(), "bills": read.model_bills(),
+            "travel": travel,
             "answers": read.model_answers(), "model calls": read.model_calls(), "mail": mail,
             "mail to": {to: read.mail(to) for to in sorted({m["to"] for m in mail})}}
 
@@ -193,6 +201,11 @@ def busy_world(folder):
     world.ledger("sms").record(key="s-1", detail={"to": "+44"})
     sim.travel_at(folder).charge("trip-1", 300, reference="c-1")
     sim.travel_at(folder).book("car-compact", reference="b-1", trip="trip-1")
+    sim.travel_at(folder).book("car-van", reference="b-2", trip="trip-1")
+    sim.travel_at(folder).charge("trip-2", 420, reference="c-2")
+    sim.travel_at(folder).cancel("b-1", idempotency_key="u-1")
+    sim.travel_at(folder).cancel("b-1")                                # twice, without a key
+    sim.travel_at(folder).refund("c-2", idempotency_key="u-2")
 
 
 def naive_world(folder):

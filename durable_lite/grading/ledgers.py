@@ -37,7 +37,7 @@ import random
 import sqlite3
 
 from .. import sim
-from ..sim import world_at
+from ..sim import statement_of, world_at
 from .checks import Fail
 from .plain import plain
 
@@ -148,6 +148,21 @@ class Ledgers:
         """The text of every answer the fake model generated here, oldest first."""
         prompts = [bill["prompt"] for bill in self.model_bills()]
         return replay_model(prompts) if prompts else []
+
+    def records(self, ledger: str) -> list:
+        """[{"record_id", "key", "detail"}] of a ledger of the world's own ("charges",
+        "sms"...), oldest first: what `world.ledger(name).records()` gives."""
+        rows = self._rows(OWN, "SELECT n, idempotency_key, detail FROM records WHERE ledger = ? "
+                               "ORDER BY id", (ledger,))
+        return [{"record_id": f"{ledger}-{n}", "key": key, "detail": json.loads(detail)}
+                for n, key, detail in rows]
+
+    def travel_statement(self, trip=None) -> dict:
+        """The travel desk's statement (`sim.TravelDesk.statement`) for one trip or all,
+        computed from the desk's records as read here."""
+        refunds = [r for r in self.refunds() if r["provider"] == "payments"]
+        return statement_of(self.records("charges"), refunds, self.records("bookings"),
+                            self.records("cancellations"), trip)
 
     # reading the files ---------------------------------------------------------------------
     def _count(self, file: str, table: str) -> int:

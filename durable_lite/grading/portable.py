@@ -22,7 +22,10 @@ import builtins
 import importlib
 import inspect
 import linecache
+import os
 import symtable
+import sys
+import sysconfig
 import textwrap
 import threading
 import types
@@ -44,7 +47,10 @@ def module_source(*roots, extra: str = "", call_as=None) -> str:
     taken, copied, aliases = set(), [], []
     for fn in roots:
         name = fn.__name__
-        if history.rebuilds(name, fn):
+        installed = _import_line(name, fn) if _from_installed_module(fn) else None
+        if installed:       # the course's or a package's function: a fresh process imports it
+            history.extra_imports.add(installed)
+        elif history.rebuilds(name, fn):
             history.need(name, taken)
         else:       # not the function the notebook's name holds now: its own source
             copied.append(_own_source(fn))
@@ -65,6 +71,20 @@ def module_source(*roots, extra: str = "", call_as=None) -> str:
 def _unwrap(fn):
     fn = getattr(fn, "fn", fn)                # a @dl.workflow object wraps the function
     return inspect.unwrap(fn) if callable(fn) else fn
+
+
+def _from_installed_module(fn) -> bool:
+    """Defined in a module a fresh process imports too: the course's package, the standard
+    library or site-packages (not a notebook, nor a script or test module beside it)."""
+    module = sys.modules.get(getattr(fn, "__module__", None) or "")
+    path = os.path.realpath(getattr(module, "__file__", None) or "")
+    return bool(path) and path.startswith(_INSTALLED)
+
+
+_INSTALLED = tuple(os.path.realpath(p) + os.sep for p in {
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))),      # durable_lite/
+    sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["purelib"],
+    sysconfig.get_paths()["platlib"]})
 
 
 def _own_source(fn) -> str:

@@ -320,16 +320,14 @@ def _run_once(wf, trip, draw, *extra) -> Outcome:
 def _run_in(folder, runs, wf, trip, draw, *extra) -> Outcome:
     """One run of `trip` (a new run id) in the world and store of `folder`. The ledgers it
     returns hold what the world recorded so far, this run's and any before it."""
-    from ...sweep import world_effects
     world = os.path.join(folder, "world")
     run_id = draw.run_id("trip")
     run = runs.run(wf, world, trip.trip_id, trip.offers, *extra, run_id=run_id)
-    desk = travel_at(world)
-    return Outcome(run, runs.engine().history(run_id), desk.statement(trip.trip_id),
-                   world_effects(world),
-                   {name: desk.world.ledger(name).records()
-                    for name in ("charges", "bookings", "cancellations")},
-                   Ledgers(world).mail())
+    ledgers = Ledgers(world)
+    return Outcome(run, runs.engine().history(run_id), ledgers.travel_statement(trip.trip_id),
+                   ledgers.counts(),
+                   {name: ledgers.records(name) for name in ("charges", "bookings", "cancellations")},
+                   ledgers.mail())
 
 
 def _sweep(wf, trip, draw, what, *extra):
@@ -337,17 +335,16 @@ def _sweep(wf, trip, draw, what, *extra):
     counted as effects ("balance", "cancelled twice") and kept per row. A clean run may end
     "completed" or "compensated" (most trips here are undone); which one is right for the
     trip, the tests judge."""
-    from ...sweep import world_effects
-
     def effects(folder):
-        statement = travel_at(folder).statement(trip.trip_id)
-        return {**world_effects(folder), "balance": statement["balance"],
+        ledgers = Ledgers(folder)
+        statement = ledgers.travel_statement(trip.trip_id)
+        return {**ledgers.counts(), "balance": statement["balance"],
                 "cancelled twice": statement["cancelled_twice"]}
 
     ids = draw.child("run ids")
     return sweep_of(wf, trip.trip_id, trip.offers, *extra, what=what,
                     ends=("completed", "compensated"), effects=effects,
-                    observe=lambda folder: travel_at(folder).statement(trip.trip_id),
+                    observe=lambda folder: Ledgers(folder).travel_statement(trip.trip_id),
                     run_id=lambda case: ids.run_id("trip"))
 
 
@@ -623,10 +620,11 @@ class Desk:
             self.desk.book(draw.choice(others), reference=draw.token(12), trip=other)
 
     def refunds(self) -> list:
-        return self.desk.world.payments.refunds()
+        return [{k: r[k] for k in ("refund_id", "order_id", "amount")}
+                for r in Ledgers(self.world).refunds() if r["provider"] == "payments"]
 
     def cancellations(self) -> list:
-        return self.desk.world.ledger("cancellations").records()
+        return Ledgers(self.world).records("cancellations")
 
 
 def _call(fn, name, *args):
