@@ -390,7 +390,8 @@ def test_04_a_receipt_id_from_the_second_collides_with_the_next_receipt():
 
 def test_04_each_other_property_fails_alone():
     fails(EX04, "q1", receipt_with(('"rcpt-" + ctx.uuid()', '"rcpt-" + uuid.uuid4().hex[:8]')),
-          "a crash at any point", "the receipt in the customer's email", "two receipts for the same order")
+          "a crash at any point", "the receipt in the customer's email", "two receipts for the same order",
+          "killed (SIGKILL)")
     fails(EX04, "q1", receipt_with(("issued_at = ctx.now()", "issued_at = 1_767_225_600.0")),
           "in a result of the given shape")
     # the given steps and the result's shape are kept (judged inside tests the given code fails)
@@ -405,7 +406,7 @@ def test_04_each_other_property_fails_alone():
     # the customer emailed another id than the one returned
     fails(EX04, "q1", receipt_with(('f"Receipt {receipt_id} for order {order_id}")',
                                     'f"Receipt rcpt-{ctx.uuid()} for order {order_id}")')),
-          "the receipt in the customer's email", "two receipts for the same order")
+          "the receipt in the customer's email", "two receipts for the same order", "killed (SIGKILL)")
 
 
 def test_04_an_id_recorded_after_the_lookup_passes():
@@ -559,7 +560,8 @@ def test_07_an_email_really_sent_outside_a_step_is_named_so():
 def test_07_a_draft_written_again_in_the_publish_step_is_told_so():
     result = fails(EX07, "q1", post_with(('ctx.step("publish", publish, folder, post_id, draft["text"])',
                                           'ctx.step("publish", lambda: publish(folder, post_id, write_draft(folder, post_id)["text"]))')),
-                   "the editor approves", "after the escalation the manager's answer counts")
+                   "the editor approves", "after the escalation the manager's answer counts",
+                   "restarted between every two actions")
     for test in failed_tests(result):
         assert "step 'publish'" in test.message and "model was called 2 times" in test.message
         assert "write the draft in a step" not in test.hint and "'draft' step" in test.hint
