@@ -102,6 +102,7 @@ from ...workflow import workflow
 from ..checks import Exercise, Fail
 from ..harness import START, crash_label, needs_callable, scratch
 from ..ledgers import Ledgers
+from ..plain import plain
 
 EXERCISE = Exercise("10_tracing", "Reading a lumpy run's trace",
                     lesson="notebooks/10_tracing_a_lumpy_run.ipynb")
@@ -665,7 +666,7 @@ def _number(value) -> bool:
 
 def _split_of(time_spent, tree) -> dict:
     needs_callable(time_spent, "time_spent")
-    answer = time_spent(tree)
+    answer = plain(time_spent(tree), "time_spent(tree)")
     if not isinstance(answer, Mapping) or not all(k in answer for k in PARTS):
         raise Fail(f"time_spent returned {answer!r}; expected a dict with the keys "
                    "'working', 'parked' and 'no worker' (seconds each)")
@@ -761,9 +762,26 @@ def _step_seconds(tree) -> dict:
     return out
 
 
+def _asked(answer_fn, case: Ticket, what: str):
+    """`answer_fn(tree)` on the case's tree, read as the checks read it: a span of that tree
+    becomes the same span of a tree built afresh from the store (what the answer did to its
+    tree does not count; the spans are listed before it sees them); anything else crosses
+    as plain data (plain.py)."""
+    tree = case.trace()
+    spans = tree.find()
+    answer = answer_fn(tree)
+    if type(answer) is Span:
+        place = next((i for i, span in enumerate(spans) if span is answer), None)
+        if place is None:
+            raise Fail(f"{what} returned a span that is not one of the tree's",
+                       "return a span found in the tree you are given, itself")
+        return case.trace().find()[place]
+    return plain(answer, what)
+
+
 def _slowest_of(slowest_step, case: Ticket) -> str:
     needs_callable(slowest_step, "slowest_step")
-    answer = slowest_step(case.trace())
+    answer = _asked(slowest_step, case, "slowest_step(tree)")
     if isinstance(answer, Span):
         if answer.kind != STEP_SPAN:
             raise Fail(f"{case.describe()}.\nslowest_step returned the {answer.kind} span "
@@ -835,7 +853,7 @@ def _ledger_by_step(case: Ticket) -> dict:
 def _judge_costs(cost_by_step, case: Ticket, hint=""):
     needs_callable(cost_by_step, "cost_by_step")
     expected = _ledger_by_step(case)
-    answer = cost_by_step(case.trace())
+    answer = plain(cost_by_step(case.trace()), "cost_by_step(tree)")
     if not isinstance(answer, Mapping):
         raise Fail(f"cost_by_step returned {answer!r}; expected a dict {{step name: dollars}}")
     if not all(isinstance(k, str) and _number(v) for k, v in answer.items()):
@@ -928,7 +946,7 @@ def _judge_unrecorded(unrecorded_cost, case: Ticket):
     seen = set(case.recorded_generations().values())
     unseen = [bill for bill in bills if bill["generation"] not in seen]
     expected = sum(bill["cost"] for bill in unseen)
-    answer = unrecorded_cost(case.trace(), case.world())
+    answer = plain(unrecorded_cost(case.trace(), case.world()), "unrecorded_cost(tree, world)")
     if not _number(answer):
         raise Fail(f"unrecorded_cost returned {answer!r}; expected a number of dollars")
     if abs(answer - expected) <= DOLLARS:
@@ -969,7 +987,7 @@ q3 = EXERCISE.question("q3", "who finished it", answers=["finished_by"])
 
 def _judge_finisher(finished_by, case: Ticket):
     needs_callable(finished_by, "finished_by")
-    answer = finished_by(case.trace())
+    answer = _asked(finished_by, case, "finished_by(tree)")
     if case.finisher is None:
         if answer is not None:
             what = f"{answer.name} ({answer.worker})" if isinstance(answer, Span) else repr(answer)
