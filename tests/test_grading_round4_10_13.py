@@ -14,6 +14,7 @@ import math
 import pytest
 
 from durable_lite import otel
+from durable_lite.trace import Span
 from durable_lite.grading import checks, exercise
 from durable_lite.grading.cases import Draw
 from durable_lite.grading.exercises import ex10_tracing as ex10
@@ -684,3 +685,39 @@ def test_no_hint_of_10_or_13_quotes_the_solution(name):
     hint, a stub's hint or a check's message or hint), run on these two exercises."""
     from test_grading_properties_01_07 import test_no_hint_quotes_the_solution
     test_no_hint_quotes_the_solution(name)
+
+
+# 10 · what an answer returns crosses as plain data, or as a span of the tree it was given ------
+class EveryName(str):
+    """A step's name that says it equals every name."""
+
+    def __eq__(self, other):
+        return True
+
+    def __hash__(self):
+        return 0
+
+
+def a_name_that_equals_every_name(tree):
+    return EveryName("lookup")
+
+
+def a_span_of_its_own_making(tree):             # claims the finisher it guessed: the last one
+    last = tree.find(kind="execution")[-1]
+    return Span("execution", last.name, last.start, last.end, "completed", last.worker)
+
+
+def a_span_renamed_in_place(tree):              # the first execution, relabelled as the last
+    executions = tree.find(kind="execution")
+    first, last = executions[0], executions[-1]
+    first.name, first.worker, first.status = last.name, last.worker, "completed"
+    return first
+
+
+def test_10_an_answer_of_its_own_class_or_span_is_not_taken_at_its_word():
+    results = run_tests("10_tracing", "q1", [ex10.time_split, a_name_that_equals_every_name],
+                        seed=1, only=(3,))
+    assert "EveryName (a subclass of str)" in results[3].message, spelled_out(results)
+    results = run_tests("10_tracing", "q3", [a_span_of_its_own_making], seed=1, only=(0,))
+    assert "not one of the tree's" in results[0].message, spelled_out(results)
+    assert_fails("10_tracing", "q3", [a_span_renamed_in_place], only=(0,), expected={0})
