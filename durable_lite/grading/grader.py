@@ -26,7 +26,10 @@ For one notebook:
    notebook could have changed to reach a later one, are checked and put back (guard.py).
 
 A notebook that kills its kernel, loops forever or never starts is scored, not crashed on:
-questions graded before that keep their scores. The run's seed is printed; passing it back
+questions graded before that keep their scores, and the note says why the run stopped
+(with the kernel's last words, which go with its sandbox), as it does when the grader
+itself fails. What a notebook prints is kept up to a cap (isolation.KeptOutputs); the
+notes say which cells were cut. The run's seed is printed; passing it back
 (`--seed`) repeats every case.
 """
 
@@ -84,7 +87,8 @@ class NotebookScore:
         return {"path": self.path, "exercise": self.exercise, "seed": self.seed,
                 "passed": self.passed, "total": self.total, "questions_complete": self.complete,
                 "questions_total": len(self.questions), "tampered": self.tampered,
-                "note": self.note, "notes": self.notes, "seconds": round(self.seconds, 2),
+                "note": self.note, "notes": self.notes, "disturbed": self.disturbed,
+                "seconds": round(self.seconds, 2),
                 "questions": self.questions}
 
     def report(self) -> str:
@@ -94,6 +98,7 @@ class NotebookScore:
         if self.note:
             lines.append(f"  note: {self.note}")
         lines += [f"  note: {n}" for n in self.notes]
+        lines += [f"  disturbed: {d}" for d in self.disturbed]
         width = max([len(q["title"]) for q in self.questions] + [10])
         for q in self.questions:
             score = f"{q['passed']}/{q['total']}"
@@ -155,7 +160,7 @@ def grade_notebook(path, timeout: float = DEFAULT_TIMEOUT, seed: Optional[int] =
     cell_timeout: seconds for one answer or given cell, before it is interrupted."""
     import nbformat
     from .assemble import assemble
-    from .isolation import Sandbox, start_guard
+    from .isolation import start_guard
 
     path = Path(path)
     started = time.monotonic()
@@ -189,31 +194,45 @@ def grade_notebook(path, timeout: float = DEFAULT_TIMEOUT, seed: Optional[int] =
         score.questions = _score(score.exercise, {}, score.note, {})
         score.seconds = time.monotonic() - started
         return score
-    assembled = assemble(grader_copy(score.exercise, course_root), nb, ex)
-    score.notes += assembled.notes
     own_guard = guard is None
     if own_guard:
         guard = start_guard(_root(course_root))
+    results, flags = {}, {}
+    try:
+        assembled = assemble(grader_copy(score.exercise, course_root), nb, ex)
+        score.notes += assembled.notes
+        flags = assembled.flags
+        score.notebook = assembled.notebook          # filled with outputs as its cells run
+        _run_in_sandbox(path, assembled, ex, score, results, started, timeout, cell_timeout)
+    except Exception as exc:  # noqa: BLE001 - the grader's or the machine's failure: say which
+        score.note = (f"grading stopped: {type(exc).__name__}: {exc} (a failure of the grader "
+                      "or of the machine, not a score of the answers)")
+    score.questions = _score(score.exercise, results, score.note, flags)
+    if own_guard:
+        changed = check_guard(guard)
+        if changed:
+            mark_tampered(score, changed)
+    score.seconds = time.monotonic() - started
+    return score
+
+
+def _run_in_sandbox(path, assembled, ex, score, results, started, timeout, cell_timeout):
+    """Run the assembled notebook in a sandbox of its own: fill `results`, and the score's
+    note (why the run stopped early), notes (cells whose output was cut) and disturbed."""
+    from .isolation import OutputBudget, Sandbox
     sandbox = Sandbox(score.exercise)
+    budget = OutputBudget()
     try:
         shutil.copy(path, sandbox.work / path.name)          # the working copy
-        results = {}
         score.note = _run(assembled, sandbox, ex, score.seed, timeout, results, started,
-                          cell_timeout)
+                          cell_timeout, budget)
+        score.notes += budget.notes
         planted = sandbox.planted()
         if planted:
             score.disturbed.append("files appeared in this notebook's private config while it "
                                    f"ran: {', '.join(planted)}")
     finally:
         sandbox.remove()
-    score.questions = _score(score.exercise, results, score.note, assembled.flags)
-    if own_guard:
-        changed = check_guard(guard)
-        if changed:
-            mark_tampered(score, changed)
-    score.notebook = assembled.notebook
-    score.seconds = time.monotonic() - started
-    return score
 
 
 def _root(course_root) -> str:
@@ -260,9 +279,10 @@ class Outcome:
     seen: List[str] = field(default_factory=list)   # what the watch saw: "level: what"
 
 
-def _run(assembled, sandbox, ex, seed, timeout, results, started, cell_timeout) -> Optional[str]:
-    """Run the cells; fill `results` {qid: Outcome}; return a note if the run stopped early,
-    else None."""
+def _run(assembled, sandbox, ex, seed, timeout, results, started, cell_timeout,
+         budget) -> Optional[str]:
+    """Run the cells; fill `results` {qid: Outcome}, keeping their outputs within `budget`
+    (isolation.OutputBudget); return a note if the run stopped early, else None."""
     from .isolation import CellTimeout, DeadKernel, Kernel
     from .protocol import begin_request, grading_request, key_of, verify
 
@@ -273,13 +293,18 @@ def _run(assembled, sandbox, ex, seed, timeout, results, started, cell_timeout) 
         try:
             kernel = Kernel.start(sandbox, startup_timeout=max(10.0, min(60.0, timeout / 2)))
         except Exception as exc:
-            return f"execution stopped before the first cell: {type(exc).__name__}: {exc}"
+            return (f"execution stopped before the first cell: {type(exc).__name__}: {exc}"
+                    + _kernel_said(sandbox))
         code, expressions = begin_request(ex.id)
         try:
             reply = kernel.execute(code, timeout=max(5.0, deadline - time.monotonic()),
                                    user_expressions=expressions)
-        except (CellTimeout, DeadKernel):
-            return "the grader's first cell did not finish: no question was graded"
+        except CellTimeout:
+            return ("the grader's first cell did not finish in the notebook's time: no question "
+                    "was graded")
+        except DeadKernel:
+            return ("the kernel died in the grader's first cell: no question was graded"
+                    + _kernel_said(sandbox))
         key, why = key_of(reply)
         if key is None:
             return f"the grader's first cell failed ({why}): no question was graded"
@@ -291,15 +316,18 @@ def _run(assembled, sandbox, ex, seed, timeout, results, started, cell_timeout) 
             if cell.kind == "demo":
                 continue
             cell.cell.outputs = []
+            kept = budget.cell(cell.cell.outputs)
             if cell.kind in ("given", "answer"):
                 limit = min(left, cell_timeout)
                 try:
-                    kernel.execute(cell.source, limit, outputs=cell.cell.outputs)
+                    kernel.execute(cell.source, limit, outputs=kept)
                 except CellTimeout:
                     if not kernel.interrupt():
                         return (f"stopped at cell {index + 1}: it ran past {limit:.0f} s and "
                                 "ignored the interrupt (a loop that never ends?)")
                     cell.cell.outputs.append(_stream(f"(stopped by the grader after {limit:.0f} s)"))
+                finally:
+                    budget.spend(kept, f"cell {index + 1}")
                 continue
             question = ex.questions[cell.question]
             nonce = secrets.token_hex(16)              # names this cell's result, and no other
@@ -309,22 +337,23 @@ def _run(assembled, sandbox, ex, seed, timeout, results, started, cell_timeout) 
             limit = min(left, len(question.tests) * TEST_TIME_LIMIT + 15)
             began = time.monotonic()
             try:
-                reply = kernel.execute(code, limit, expressions, outputs=cell.cell.outputs)
+                reply = kernel.execute(code, limit, expressions, outputs=kept)
             except CellTimeout:
                 results[question.id] = Outcome(None, f"its tests ran past {limit:.0f} s", limit)
                 if not kernel.interrupt():
                     return f"stopped at cell {index + 1}: {question.id}'s tests never finished"
                 continue
+            finally:
+                budget.spend(kept, f"cell {index + 1} ({question.id}'s check)")
             payload, seen, problem = verify(reply, key, ex.id, question.id, qseed, nonce)
             forged = payload is None and reply.get("status") == "ok"
             if payload is None and not forged:
                 problem = f"the grading cell failed: {reply.get('ename')}: {reply.get('evalue')}"
             results[question.id] = Outcome(payload, problem, time.monotonic() - began, forged, seen)
     except DeadKernel:
-        last = _last_line(sandbox.root / "kernel.log")
         where = f"cell {index + 1}" if index is not None else "the first cell"
         return (f"the kernel died while running {where} (os._exit, a crash, or memory?)"
-                + (f": {last}" if last else ""))
+                + _kernel_said(sandbox))
     finally:
         if kernel is not None:
             kernel.stop()
@@ -334,6 +363,13 @@ def _run(assembled, sandbox, ex, seed, timeout, results, started, cell_timeout) 
 def _stream(text):
     from nbformat.v4 import new_output
     return new_output("stream", name="stderr", text=text + "\n")
+
+
+def _kernel_said(sandbox) -> str:
+    """The last thing the kernel's process wrote (why it did not start, or died), kept in
+    the note: its log goes with the sandbox."""
+    last = _last_line(sandbox.root / "kernel.log")
+    return f": {last}" if last else ""
 
 
 def _last_line(path) -> str:

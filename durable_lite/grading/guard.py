@@ -26,6 +26,17 @@ guard is then *spoiled*, and the grader grades no later notebook with it (reinst
 Kernels do not read these caches at all: they keep theirs in a folder made for the
 grading run (bytecode.py), so a cache planted before grading began cannot reach them.
 That folder is guarded too.
+
+Your own IPython and Jupyter folders (`~/.ipython`, `~/.jupyter`, or where $IPYTHONDIR
+and $JUPYTER_CONFIG_DIR say) are another matter. A graded kernel never reads them (it has
+a HOME and an IPYTHONDIR of its own), but your next kernel does, so the guard keeps what
+there would run in it or configure it: the startup scripts (`*.py`, `*.ipy`, all IPython
+runs from a startup folder) and the config files. Nothing else there is watched, because
+other programs write there while grading runs beside JupyterLab: the first kernel a
+learner ever starts creates the startup folder's README, every kernel its history. No
+file records which process wrote it, so the guard cannot tell a startup script another
+program wrote from one the graded notebook wrote; it tells them apart by what they are:
+no program writes a startup script or a config file on its own, and a README runs nowhere.
 """
 
 import os
@@ -39,6 +50,9 @@ from pathlib import Path
 from . import bytecode
 
 KIND_TREE, KIND_STARTUP, KIND_CONFIG, KIND_FILE = "tree", "startup", "config", "file"
+KIND_SCRIPTS = "scripts"
+# What IPython runs from a profile's startup folder (IPython/core/shellapp.py globs these).
+STARTUP_SCRIPTS = (".py", ".ipy")
 CODE_SUFFIXES = (".py", ".pyc", ".so", ".pyd", ".pth")
 # Files no Python process runs or reads while grading: type stubs, documentation, C and
 # Fortran sources, fonts and images; and installed packages' own test suites, which nothing
@@ -260,7 +274,8 @@ def _read(path):
 def _kept_roots(course_root):
     """(kind, path) pairs: "tree" keeps every file below (caches aside: they are judged by
     what they hold), "startup" what Python runs when it starts from a folder on its path,
-    "config" only a profile's config files, "file" the one file."""
+    "scripts" what IPython runs from a startup folder, "config" only a profile's config
+    files, "file" the one file."""
     import durable_lite
     roots = [(KIND_TREE, _real(Path(durable_lite.__file__).parent))]
     for folder in {*site.getsitepackages(), site.getusersitepackages(), *sys.path}:
@@ -269,15 +284,26 @@ def _kept_roots(course_root):
     for etc in {Path(sys.prefix) / "etc", Path(sys.base_prefix) / "etc",
                 Path("/usr/local/etc"), Path("/etc")}:
         roots += [(KIND_TREE, _real(etc / "jupyter")), (KIND_TREE, _real(etc / "ipython"))]
-    home = Path(os.path.expanduser("~"))
-    roots += [(KIND_TREE, _real(home / ".ipython" / "profile_default" / "startup")),
-              (KIND_CONFIG, _real(home / ".ipython" / "profile_default")),
-              (KIND_CONFIG, _real(home / ".jupyter")),
-              (KIND_FILE, _real(Path(sys.prefix) / "pyvenv.cfg"))]   # where the venv's Python looks
+    for folder in _your_folders(".ipython", "IPYTHONDIR"):
+        profile = folder / "profile_default"
+        roots += [(KIND_SCRIPTS, _real(profile / "startup")),     # not the README beside them
+                  (KIND_CONFIG, _real(profile))]
+    jupyter = _your_folders(".jupyter", "JUPYTER_CONFIG_DIR")
+    roots += [(KIND_CONFIG, _real(folder)) for folder in jupyter]
+    roots += [(KIND_FILE, _real(Path(sys.prefix) / "pyvenv.cfg"))]   # where the venv's Python looks
     if course_root is not None:
         roots += [(KIND_TREE, _real(Path(course_root) / "exercises")),
                   (KIND_TREE, _real(Path(course_root) / "solutions"))]
     return roots
+
+
+def _your_folders(name, variable) -> set:
+    """The IPython (or Jupyter) folders of the user grading, which their own kernels read:
+    the one in their home, and the one the environment names instead, if it does."""
+    folders = {Path(os.path.expanduser("~")) / name}
+    if os.environ.get(variable):
+        folders.add(Path(os.environ[variable]))
+    return folders
 
 
 def _real(path) -> Path:
@@ -296,6 +322,8 @@ def _files(kind, root: Path) -> set:
         return {str(p) for p in root.iterdir()
                 if p.suffix == ".pth" or p.stem in ("sitecustomize", "usercustomize")
                 or (site_folder and p.suffix == ".py" and p.is_file())}
+    if kind == KIND_SCRIPTS:
+        return {str(p) for p in root.iterdir() if p.suffix in STARTUP_SCRIPTS and p.is_file()}
     if kind == KIND_CONFIG:    # a profile's own config files, not its history or workspaces
         return {str(p) for p in root.iterdir()
                 if p.is_file() and "config" in p.name and p.suffix in (".py", ".json")}

@@ -17,6 +17,10 @@ out, the grader asks the parent to kill everything below it, then kills whatever
 the parent's tree and process group, every process that carries the sandbox's marker in
 its environment, and the orphans re-parented to the grader since the kernel started.
 
+What the kernel prints is kept only up to a cap (KeptOutputs, OutputBudget): an answer
+that prints hundreds of MB leaves its first and last characters in the notebook, a line
+saying how much was cut, and the grader's memory as it was.
+
 What a sandbox does not do: it is not a container. Notebooks graded at the same moment run
 as the same user, so one that goes looking for another's temporary folder while both run
 could disturb it (grade with `--jobs 1` to rule that out). The shared files a notebook could
@@ -208,33 +212,70 @@ class Kernel:
         return self.km.is_alive()
 
     def execute(self, code: str, timeout: float, user_expressions=None, outputs=None) -> dict:
-        """Run `code`; append its outputs (nbformat) to `outputs`; return the shell reply's
-        content. Raises CellTimeout, or DeadKernel when the kernel is gone."""
-        from nbformat.v4 import output_from_msg
-
+        """Run `code`; keep its outputs (nbformat) in `outputs`, a list or a KeptOutputs (a
+        list keeps at most CELL_OUTPUT_LIMIT characters, as KeptOutputs says); return the
+        shell reply's content. Raises CellTimeout, or DeadKernel when the kernel is gone."""
+        kept = outputs
+        if outputs is not None and not isinstance(outputs, KeptOutputs):
+            kept = KeptOutputs(outputs)
         msg_id = self.kc.execute(code, user_expressions=user_expressions or {},
                                  allow_stdin=False, stop_on_error=False)
         deadline = time.monotonic() + timeout
+        try:
+            self._outputs_until_idle(msg_id, deadline, kept)
+        finally:
+            if kept is not None:
+                kept.close()             # says what it cut, even of a cell that ran too long
+        return self._reply(msg_id, deadline)
+
+    def _outputs_until_idle(self, msg_id, deadline, kept) -> None:
         idle = False
         while not idle:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise CellTimeout()
             try:
-                msg = self.kc.get_iopub_msg(timeout=min(0.5, left))
+                msg = self._iopub_message(timeout=min(0.5, left))
             except Exception:                     # queue.Empty: nothing yet
                 if not self.alive():
                     raise DeadKernel() from None
                 continue
-            if msg.get("parent_header", {}).get("msg_id") != msg_id:
+            if (msg.get("parent_header") or {}).get("msg_id") != msg_id:
                 continue
             kind = msg["msg_type"]
             if kind == "status" and msg["content"].get("execution_state") == "idle":
                 idle = True
-            elif kind == "clear_output" and outputs is not None:
-                outputs.clear()
-            elif kind in ("stream", "display_data", "execute_result", "error") and outputs is not None:
-                _add_output(outputs, output_from_msg(msg))
+            elif kind == "clear_output" and kept is not None:
+                kept.clear()
+            elif kind in KeptOutputs.KINDS and kept is not None:
+                if msg["content"] is None:
+                    kept.add_unread(kind, msg["size"], msg["content_frame"])
+                else:
+                    kept.add(kind, msg["content"])
+
+    def _iopub_message(self, timeout: float) -> dict:
+        """The next message on the kernel's output channel. One whose content is larger than
+        MESSAGE_READ bytes is not decoded (jupyter_client's decoder holds up to thirteen
+        times a message's size while it reads one, and the kernel sends what a cell printed
+        in 0.2 s as one message: 17 MB for a loop of prints): its type and parent are read,
+        its content is None, its size and its undecoded content_frame given. Nothing is
+        lost by not checking its signature: no score comes from an output."""
+        import json
+        from queue import Empty
+        socket = self.kc.iopub_channel.socket
+        if not socket.poll(int(timeout * 1000)):
+            raise Empty()
+        _, frames = self.kc.session.feed_identities(socket.recv_multipart(copy=False), copy=False)
+        # frames: signature, header, parent header, metadata, content, buffers...
+        size = len(frames[4]) if len(frames) > 4 else 0
+        if size <= MESSAGE_READ:
+            return self.kc.session.deserialize(frames, copy=False)
+        header = json.loads(frames[1].bytes)
+        return {"msg_type": header.get("msg_type"), "header": header,
+                "parent_header": json.loads(frames[2].bytes), "content": None, "size": size,
+                "content_frame": frames[4]}
+
+    def _reply(self, msg_id, deadline) -> dict:
         while True:
             left = deadline - time.monotonic()
             try:
@@ -257,7 +298,7 @@ class Kernel:
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline:
             try:
-                msg = self.kc.get_iopub_msg(timeout=0.5)
+                msg = self._iopub_message(timeout=0.5)   # a flood it stops is not read
             except Exception:
                 if not self.alive():
                     return False
@@ -304,14 +345,208 @@ class Kernel:
             time.sleep(0.02)
 
 
-def _add_output(outputs, output):
-    """Append, joining consecutive prints to the same stream (as a notebook shows them)."""
-    last = outputs[-1] if outputs else None
-    if (output.output_type == "stream" and last is not None and last.output_type == "stream"
-            and last.name == output.name):
-        last.text += output.text
-    else:
-        outputs.append(output)
+# what the grader keeps of a notebook's output -------------------------------------------
+CELL_OUTPUT_LIMIT = 200_000          # characters of one cell's output kept, from its start
+NOTEBOOK_OUTPUT_LIMIT = 2_000_000    # characters of a whole notebook's output kept
+TAIL_KEPT = 10_000                   # and of each stream cut, its last characters
+ERROR_KEPT = 20_000                  # characters of an error's traceback, always kept
+LINE_KEPT = 2_000                    # characters of one line of it, and of its message
+MESSAGE_READ = 1_000_000             # bytes of one output message read at most (see below)
+
+
+class KeptOutputs:
+    """One cell's outputs as the grader keeps them, in `outputs` (nbformat outputs): the
+    first `limit` characters, then of each stream only its last TAIL_KEPT characters, after
+    a line saying how many were cut; an error always, shortened to ERROR_KEPT.
+
+    An answer can print hundreds of MB, and the grader keeps every notebook's outputs until
+    it is done (a class report writes them all at the end), so what it keeps is bounded.
+    The end of a stream is kept because that is where a check cell prints its report, after
+    whatever the answer printed while the tests ran. A stream's text is cut before it
+    becomes an output, and of a message too large to read only the start is read (the
+    kernel sends what a cell printed in the last 0.2 s as one: Kernel._iopub_message), so
+    a flood is never held whole."""
+
+    KINDS = ("stream", "display_data", "execute_result", "error")
+
+    def __init__(self, outputs=None, limit: int = CELL_OUTPUT_LIMIT):
+        self.outputs = [] if outputs is None else outputs
+        self.limit = limit
+        self.cut = 0             # characters of stream text not kept
+        self.dropped = 0         # displays and results that did not fit
+        self.unread = 0          # bytes of outputs too large to read (Kernel._iopub_message)
+        self._reset()
+
+    def _reset(self):
+        self.size = 0            # characters kept in `outputs`
+        self.past = {}           # stream name -> characters that came past the limit
+        self.tails = {}          # stream name -> the last TAIL_KEPT of those
+        self.unsaid = 0          # bytes not read since the last line saying so
+
+    def clear(self) -> None:
+        self.outputs.clear()
+        self._reset()
+        self.cut = self.dropped = self.unread = 0
+
+    def add(self, kind: str, content: dict) -> None:
+        """Keep an output of the kernel's (an IOPub message's type and content)."""
+        from nbformat.v4 import new_output
+        if kind == "stream":
+            self._add_text(content.get("name", "stdout"), content.get("text", ""))
+            return
+        self._close_cut()                   # what was kept of the text comes before it
+        if kind == "error":
+            self._keep(new_output("error", **_shortened_error(content)))
+        elif _text_size(content.get("data")) <= self.limit - self.size:
+            self._keep(new_output(kind, **{k: v for k, v in content.items()
+                                           if k in ("data", "metadata", "execution_count")}))
+        else:
+            self.dropped += 1
+
+    def add_unread(self, kind: str, size: int, content_frame=None) -> None:
+        """An output too large to read (`size` bytes of JSON): of a stream, the start of its
+        text is kept while the cell has room (_stream_head); the rest is counted."""
+        room = max(0, self.limit - self.size)
+        if kind == "stream" and room and not self.unsaid and content_frame is not None:
+            name, head = _stream_head(content_frame, room)     # the start of a flood only
+            self._add_text(name, head)
+        self.unread += size
+        self.unsaid += size
+
+    @property
+    def trimmed(self) -> bool:
+        return bool(self.cut or self.dropped or self.unread)
+
+    def close(self) -> None:
+        """Say what was not kept, and add what was kept of the end of every stream cut."""
+        self._close_cut()
+        if self.dropped:
+            self._keep_stream("stderr", f"[the grader did not keep {self.dropped} display(s) "
+                                        f"of this cell: past the {self.limit:,} characters of "
+                                        "output it keeps]\n")
+
+    def summary(self) -> str:
+        parts = [f"{self.cut:,} characters cut"] if self.cut else []
+        parts += [f"{self.dropped} display(s) not kept"] if self.dropped else []
+        parts += [f"{self.unread:,} bytes in messages too large to read"] if self.unread else []
+        return (", ".join(parts) + f" (it kept {self.limit:,} characters of this cell's "
+                f"output from its start and the last {TAIL_KEPT:,} of each stream)")
+
+    def _add_text(self, name, text):
+        room = max(0, self.limit - self.size)
+        if room and self.unsaid:
+            self._close_cut()                # the line about what was not read comes first
+        if len(text) > room:
+            rest = text[room:]
+            self.past[name] = self.past.get(name, 0) + len(rest)
+            self.tails[name] = (self.tails.get(name, "") + rest[-TAIL_KEPT:])[-TAIL_KEPT:]
+            text = text[:room]
+        if text:
+            self._keep_stream(name, text)
+
+    def _close_cut(self):
+        """Say what was not read since the last output kept, then add what was kept of the
+        end of each stream cut, after a line saying how much of it was cut."""
+        if self.unsaid:
+            self._keep_stream("stderr", f"\n[... the grader did not keep {self.unsaid:,} bytes "
+                                        "of output here: sent in messages larger than the "
+                                        f"{MESSAGE_READ:,} bytes it reads at once, of which it "
+                                        "keeps at most the start ...]\n")
+            self.unsaid = 0
+        tails, past = self.tails, self.past
+        self.tails, self.past = {}, {}
+        for name, tail in tails.items():
+            cut = past[name] - len(tail)
+            self.cut += cut
+            line = (f"\n[... {cut:,} characters of {name} cut by the grader, which keeps "
+                    f"{self.limit:,} characters of this cell's output from its start and the "
+                    f"last {TAIL_KEPT:,} of each stream ...]\n") if cut else ""
+            self._keep_stream(name, line + tail)
+
+    def _keep_stream(self, name, text):
+        from nbformat.v4 import new_output
+        last = self.outputs[-1] if self.outputs else None
+        self.size += len(text)
+        if last is not None and last.output_type == "stream" and last.name == name:
+            last.text += text                 # consecutive prints, as a notebook shows them
+        else:
+            self.outputs.append(new_output("stream", name=name, text=text))
+
+    def _keep(self, output):
+        self.size += _text_size({k: v for k, v in output.items() if k != "output_type"})
+        self.outputs.append(output)
+
+
+class OutputBudget:
+    """What the grader keeps of one notebook's output: a KeptOutputs for each cell, all of
+    them within NOTEBOOK_OUTPUT_LIMIT, and a note for each cell it cut."""
+
+    def __init__(self, limit: int = NOTEBOOK_OUTPUT_LIMIT):
+        self.left = limit
+        self.notes = []
+
+    def cell(self, outputs) -> KeptOutputs:
+        return KeptOutputs(outputs, min(CELL_OUTPUT_LIMIT, self.left))
+
+    def spend(self, kept: KeptOutputs, where: str) -> None:
+        self.left = max(0, self.left - kept.size)
+        if kept.trimmed:
+            self.notes.append(f"{where} printed more than the grader keeps: {kept.summary()}")
+
+
+def _stream_head(content_frame, chars: int):
+    """(stream name, the first `chars` or so characters of its text) of a stream message's
+    content, decoded from the start of its JSON ({"name": ..., "text": "..."}) alone."""
+    start = bytes(memoryview(content_frame.buffer)[:4 * chars + 64]).decode("utf-8", "ignore")
+    text_at = start.find('"text"')
+    quote = start.find('"', start.find(":", text_at) + 1) if text_at != -1 else -1
+    if quote == -1:
+        return "stdout", ""
+    name = "stderr" if '"stderr"' in start[:text_at] else "stdout"
+    return name, _decoded_start(start[quote + 1:quote + 1 + chars])
+
+
+def _decoded_start(body: str) -> str:
+    """The text a JSON string's body begins with, when the body was cut anywhere: cut again
+    up to an escape's length (\\u00e9) earlier until it decodes, and a lone half of a
+    surrogate pair dropped (the cut fell between \\ud83d and \\ude00)."""
+    import json
+    for cut in range(len(body), max(-1, len(body) - 13), -1):
+        try:
+            text = json.decoder.scanstring('"' + body[:cut] + '"', 1)[0]
+        except ValueError:          # an escape cut in two
+            continue
+        return text[:-1] if text and "\ud800" <= text[-1] <= "\udbff" else text
+    return ""
+
+
+def _text_size(value) -> int:
+    """Characters in an output's content: its strings, however nested."""
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, dict):
+        return sum(len(str(k)) + _text_size(v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return sum(_text_size(v) for v in value)
+    return 0 if value is None else len(str(value))
+
+
+def _shortened_error(content) -> dict:
+    """An error's name, message and traceback, in at most about ERROR_KEPT characters: its
+    message's start and the traceback's last lines (where the error was raised)."""
+    lines, room = [], ERROR_KEPT
+    for line in reversed([str(x) for x in content.get("traceback", [])]):
+        line = _shortened(line)
+        if len(line) > room:
+            break
+        lines.insert(0, line)
+        room -= len(line)
+    return {"ename": _shortened(str(content.get("ename", ""))),
+            "evalue": _shortened(str(content.get("evalue", ""))), "traceback": lines}
+
+
+def _shortened(text: str) -> str:
+    return text if len(text) <= LINE_KEPT else text[:LINE_KEPT] + " [... cut by the grader]"
 
 
 # ending every process -----------------------------------------------------------------
