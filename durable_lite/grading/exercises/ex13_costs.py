@@ -71,6 +71,7 @@ from fractions import Fraction
 from ... import costs
 from ..checks import Exercise, Fail, NotAttempted, time_limit
 from ..harness import needs_callable
+from ..plain import plain
 
 EXERCISE = Exercise("13_costs", "What a crash re-spends, and when to bother",
                     lesson="notebooks/13_what_durability_costs.ipynb")
@@ -379,6 +380,8 @@ def _steps_answer(break_even_steps, w, q, h):
     if isinstance(n, float) and n.is_integer():
         raise Fail(f"{shown} returned the float {n!r}; a number of steps is an int",
                    "return int(n)")
+    if isinstance(n, int) and type(n) is not int and not isinstance(n, bool):
+        plain(n, shown)                          # an int of its own class: refused, named
     if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
         raise Fail(f"{shown} returned {n!r}; expected a whole number of steps (an int, at "
                    "least 1) or None", "return the run length n as an int")
@@ -617,8 +620,8 @@ def _show_workload(steps):
 
 def _reasons_answer(reasons_for, steps, long_seconds, long_dollars):
     shown = f"reasons_for(steps, {long_seconds:g}, {long_dollars:g})"
-    got = call(reasons_for, "reasons_for", shown, [dict(s) for s in steps], long_seconds,
-               long_dollars)
+    got = plain(call(reasons_for, "reasons_for", shown, [dict(s) for s in steps], long_seconds,
+                     long_dollars), shown, sets=True)    # a reason that equals every reason: no
     if isinstance(got, dict):                    # {"long": True, ...}, like costs.reasons
         named = {r for r, yes in got.items() if yes}
     elif isinstance(got, (set, frozenset, list, tuple)):
