@@ -111,7 +111,7 @@ def test_the_command_prints_a_summary_line(tmp_path):
                          capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert out.returncode == 0, out.stderr
     last = out.stdout.strip().splitlines()[-1]
-    assert last.startswith("graded 1 notebooks from 1 learners") and "4/4 tests passed" in last
+    assert last.startswith("graded 1 notebooks from 1 learners") and "5/5 tests passed" in last
     assert "grading" in out.stderr                          # the progress bar, on stderr
     assert (tmp_path / "out" / "scores.csv").exists()
 

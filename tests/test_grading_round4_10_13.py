@@ -721,3 +721,23 @@ def test_10_an_answer_of_its_own_class_or_span_is_not_taken_at_its_word():
     results = run_tests("10_tracing", "q3", [a_span_of_its_own_making], seed=1, only=(0,))
     assert "not one of the tree's" in results[0].message, spelled_out(results)
     assert_fails("10_tracing", "q3", [a_span_renamed_in_place], only=(0,), expected={0})
+
+
+class EveryReason(str):
+    """A reason that says it is every reason."""
+
+    def __eq__(self, other):
+        return True
+
+    def __hash__(self):
+        return hash("irreversible")
+
+
+def reasons_that_match_anything(steps, long_seconds=60.0, long_dollars=1.0):
+    return {EveryReason("irreversible")}
+
+
+def test_13_q3_a_reason_of_its_own_class_is_refused_with_its_type_named():
+    results = run_tests("13_costs", "q3", [reasons_that_match_anything], seed=1,
+                        only=(IRREVERSIBLE,))
+    assert "EveryReason (a subclass of str)" in results[IRREVERSIBLE].message, spelled_out(results)
