@@ -422,10 +422,13 @@ import uuid
 _SALT = uuid.uuid4().hex
 _SEEN = {}
 _SEEN["first"] = _SALT
+_CALLS = 0
 
 
 @functools.lru_cache(maxsize=None)
 def salted_key(run_id):
+    global _CALLS
+    _CALLS += 1                        # a name a function only changes comes along too
     result = hashlib.sha256((run_id + _SALT).encode()).hexdigest()
     _SEEN[run_id] = result
     return result
@@ -452,7 +455,7 @@ def test_a_fresh_process_runs_the_cells_again_instead_of_copying_the_kernels_val
     exec(compile(source, "learner_code.py", "exec"), fresh)
     assert fresh["_SALT"] != namespace["_SALT"]
     assert fresh["salted_key"]("r-1") != namespace["salted_key"]("r-1")
-    assert fresh["salted_key"].cache_info().currsize == 1
+    assert fresh["salted_key"].cache_info().currsize == 1 and fresh["_CALLS"] == 1
 
 
 # wrong answers that used to pass, right answers that used to fail (in this process) ---------

@@ -252,7 +252,8 @@ def _module_reads(source):
     while stack:
         scope = stack.pop()
         stack.extend(scope.get_children())
-        names = {s.get_name() for s in scope.get_symbols() if s.is_global() and s.is_referenced()}
+        names = {s.get_name() for s in scope.get_symbols()       # `global n; n += 1` assigns
+                 if s.is_global() and (s.is_referenced() or s.is_assigned())}
         if scope.get_type() == "class" and _runs_now(scope, table):
             now |= names
         else:

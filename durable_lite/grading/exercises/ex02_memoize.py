@@ -14,6 +14,11 @@ property alone, and it fails):
 q1 memo_step(db, run_id, name, fn, *args)
   - a first call runs fn once and returns its result (drawn arguments and tag);
   - a second call for the same run and step replays the result without running fn;
+  - a result that reads as false is a result: every falsy JSON value (None, False, 0, 0.0,
+    '', [], {}) is recorded and replayed, on every run (a memo that takes a falsy result for
+    "not recorded" runs fn again, or finds its row already there). Judged where a result
+    that reads as true does replay: a memo that replays nothing fails the second-call test,
+    whose hint fits it;
   - the row's key is (run_id, name), two columns: another run or another name runs fn,
     also for pairs drawn to look alike when joined (("run-1", "2pay"), ("run-12", "pay"));
   - the file is the memory, not the process: with a new, empty memo file the same run and
@@ -33,6 +38,7 @@ q2 refund_flow(db_path, folder, run_id, order_id, amount)  (drawn run, order and
   - a finished run started again replays every step.
 """
 
+import json
 import os
 import sqlite3
 
@@ -130,6 +136,101 @@ def _(memo_step, open_memo, draw):
             raise Fail(f"fn ran {fn.calls} times for the same run and step; expected once")
         if again != first:
             raise Fail(f"the replay returned {again!r}, but the first call returned {first!r}")
+
+
+# Every JSON value Python reads as false. A step may well answer with one ("nothing due": 0,
+# "not found": None, "no lines": []), and its row is as much a record as any other.
+FALSY_RESULTS = (None, False, 0, 0.0, "", [], {})
+
+
+def falsy_results(draw) -> list:
+    """Each falsy JSON value once (fresh copies), in drawn order: every run meets them all."""
+    values = [json.loads(json.dumps(value)) for value in FALSY_RESULTS]
+    draw.shuffle(values)
+    return values
+
+
+def _same(got, value) -> bool:
+    """Equal and of the same type: 0, False, 0.0 and None are not one another."""
+    return type(got) is type(value) and got == value
+
+
+class Answers:
+    """A step function that always answers `value`, counting its calls."""
+
+    def __init__(self, value):
+        self.value, self.calls = value, 0
+
+    def __call__(self):
+        self.calls += 1
+        return json.loads(json.dumps(self.value))
+
+
+class RecordedTwice(Exception):
+    """The next call ran fn again and could not write the step's row a second time."""
+
+
+def _called_twice(memo_step, db, run, name, fn):
+    """The first call and the next one, through one connection: this test is about what a
+    recorded row means, not about commits (another test is)."""
+    results = []
+    for _ in range(2):
+        try:
+            results.append(_call(memo_step, db, run, name, fn))
+        except sqlite3.IntegrityError as exc:
+            if not results:               # not a second record: the learner's own error
+                raise
+            raise RecordedTwice(str(exc)) from None
+    return results
+
+
+@q1.test("a result that reads as false (None, False, 0, 0.0, '', [], {}) is recorded like any "
+         "other: the next call replays it without running fn",
+         hint="a recorded result can itself read as false (None, 0, False, '', [], {}): "
+              "whether the step is recorded depends on whether its row exists, never on what "
+              "the row holds")
+def _(memo_step, open_memo, draw):
+    with scratch("ex02") as folder:
+        db = _open(open_memo, os.path.join(folder, "memo.db"))
+        try:
+            values = falsy_results(draw)
+            runs = draw.distinct(draw.run_id, len(values) + 1)
+            if not _replays_a_true_result(memo_step, db, runs.pop(), draw):
+                return        # no result replays at all: the second-call test says so, and why
+            for run, value in zip(runs, values):
+                _expect_replayed(memo_step, db, run, _step_name(draw), value)
+        finally:
+            db.close()
+
+
+def _replays_a_true_result(memo_step, db, run, draw) -> bool:
+    """Does a result that reads as true replay? Only then is a falsy one that does not
+    replay told apart by its value."""
+    fn = Counted(draw)
+    try:
+        _called_twice(memo_step, db, run, _step_name(draw), fn)
+    except RecordedTwice:
+        return False
+    return fn.calls == 1
+
+
+def _expect_replayed(memo_step, db, run, name, value):
+    """fn answers `value`: the next call for the same step replays it, of the same type."""
+    fn = Answers(value)
+    try:
+        first, again = _called_twice(memo_step, db, run, name, fn)
+    except RecordedTwice as exc:
+        raise Fail(f"step {name!r} of run {run!r}: fn answered {value!r}, and the next call ran "
+                   f"fn again ({fn.calls} calls in all), then could not record the step a "
+                   f"second time ({exc})") from None
+    if fn.calls != 1:
+        raise Fail(f"step {name!r} of run {run!r}: fn answered {value!r}, and the next call ran "
+                   f"fn again ({fn.calls} calls in all) instead of replaying the recorded "
+                   f"{value!r}, though a result that reads as true did replay")
+    for when, got in (("the first call", first), ("the replay", again)):
+        if not _same(got, value):
+            raise Fail(f"step {name!r} of run {run!r}: fn answered {value!r}, but {when} "
+                       f"returned {got!r}")
 
 
 @q1.test("another run, or another step name, runs fn again — also when the two look alike "
@@ -254,7 +355,6 @@ def _(memo_step, open_memo, draw):
          hint="store the result as JSON text (the json module) in the result column, and "
               "decode it on the way back")
 def _(memo_step, open_memo, draw):
-    import json
     with scratch("ex02") as folder:
         path = os.path.join(folder, "memo.db")
         db = _open(open_memo, path)
