@@ -96,8 +96,20 @@ class Point:
     def crash_at(self, kill: bool = False) -> CrashAt:
         return CrashAt(self.name, self.when, occurrence=self.occurrence, kill=kill)
 
+    @property
+    def label(self) -> str:
+        """Its name in the heat map and in the crash lab's menu: "sms · after effect"."""
+        return point_label(self.step, self.when, self.kind)
+
     def __str__(self):
         return f"{self.step} / {self.when}"
+
+
+def point_label(step: str, when: str, kind: str = "step") -> str:
+    """A crash point as the heat map's lines and the crash lab's menu both name it:
+    "refund · before", "refund · after effect", "approval (wait) · after checkpoint"."""
+    kind = "" if kind == "step" else f" ({kind})"
+    return f"{step}{kind} · {_MOMENT[when]}"
 
 
 def _label(name: str, occurrence: int) -> str:
@@ -143,15 +155,27 @@ class Sweep:
 
     def finding(self) -> str:
         """The sweep's result in one sentence (the heat map's title)."""
-        n, dup, lost = len(self.rows), self.duplicates(), self.lost()
+        n = len(self.rows)
+        # a yes/no column (an effects hook's True/False) is never "repeated" or "lost"
+        yes_no = {k for k in self.ledgers if _yes_no(self, k)}
+        dup = [r for r in self.rows if set(r["duplicates"]) - yes_no]
+        lost = [r for r in self.rows if set(r["lost"]) - yes_no]
+        flipped = [r for r in self.rows if ({*r["duplicates"], *r["lost"]} & yes_no)]
         parts = []
         if dup:
-            which = _joined(sorted({k for r in dup for k in r["duplicates"]}, key=self.ledgers.index))
+            which = _joined(sorted({k for r in dup for k in r["duplicates"]} - yes_no,
+                                   key=self.ledgers.index))
             parts.append(f"{len(dup)} of {n} crash points repeat an effect ({which})")
         if lost:
-            which = _joined(sorted({k for r in lost for k in r["lost"]}, key=self.ledgers.index))
+            which = _joined(sorted({k for r in lost for k in r["lost"]} - yes_no,
+                                   key=self.ledgers.index))
             parts.append(f"{len(lost)} of {n} crash points lose an effect ({which})" if not dup
                          else f"{len(lost)} lose one ({which})")
+        if flipped:
+            which = _joined(sorted({k for r in flipped for k in (*r["duplicates"], *r["lost"])}
+                                   & yes_no, key=self.ledgers.index))
+            parts.append(f"{len(flipped)} of {n} crash points change a yes/no ({which})"
+                         if not parts else f"{len(flipped)} change a yes/no ({which})")
         if not parts:
             differ = [r for r in self.rows if not r["same_result"] or r["status"] != self.clean["status"]]
             tail = f"; {len(differ)} end differently" if differ else ""
@@ -177,7 +201,9 @@ class Sweep:
     def plot(self, ax=None, title: Optional[str] = None):
         """A heat map: one line per crash point, one column per ledger, the count after the
         run finished in each cell; red where it is above the uncrashed run's (something
-        happened twice), blue where below (something was lost). Its title is the finding.
+        happened twice), blue where below (something was lost). A yes/no column (True/False
+        from an `effects` hook) says yes or no, purple where it is not the uncrashed run's:
+        it is never read as a count. Its title is the finding.
         Returns the matplotlib Figure (in a notebook, end the cell with `plt.show()`)."""
         return _heat_map(self, ax, title)
 
@@ -210,7 +236,9 @@ def sweep(wf, *args, runner: str = "durable", real_kill: bool = False, waits="si
     waits:         "signal", "deadline", or {wait name: payload or None}: how waits are answered.
     leading:       fn(folder) -> the arguments before `args` (default: [folder]), for a
                    workflow that wants more than the world's folder (e.g. a file of its own).
-    effects:       fn(folder) -> {ledger: count} (default: `world_effects(folder)`).
+    effects:       fn(folder) -> {ledger: count} (default: `world_effects(folder)`). A
+                   column whose values are True/False is a yes/no: the heat map writes yes
+                   or no in it and colours only a change, never "more" or "fewer".
     restart_after: seconds the fake clock moves on between a crash and the resume.
     max_attempts:  attempts per case (the first and every resume) before giving up.
     timeout:       seconds one child process may take (real kills only).
@@ -601,11 +629,22 @@ def _assemble(plan, clean, points, outcomes, seconds) -> Sweep:
 
 # the picture ----------------------------------------------------------------------------
 _SAME, _MORE, _FEWER, _DIFFERENT, _BASE = "#e9edf0", "#d7301f", "#2c7bb6", "#f39c34", "#ffffff"
+_FLIPPED = "#7d3c98"         # a yes/no column that says the other thing than the clean run
 
 
 def _row_label(row) -> str:
-    kind = "" if row["kind"] == "step" else f" ({row['kind']})"
-    return f"{row['step']}{kind} · {_MOMENT[row['when']]}"
+    return point_label(row["step"], row["when"], row["kind"])
+
+
+def _yes_no(s: Sweep, ledger: str) -> bool:
+    """Is this column a yes/no (an `effects` hook's True/False), not a count? Then "fewer"
+    means nothing: the heat map writes yes or no and colours only a change."""
+    return all(isinstance(v, bool) for v in
+               [s.clean["effects"][ledger], *(r["effects"][ledger] for r in s.rows)])
+
+
+def _yes_no_text(value) -> str:
+    return "yes" if value else "no"
 
 
 def _heat_map(s: Sweep, ax, title):
@@ -620,6 +659,7 @@ def _heat_map(s: Sweep, ax, title):
     if ax is None:
         fig, ax = plt.subplots(figsize=(max(7.5, 2.6 + 1.25 * len(columns)), 1.6 + 0.34 * len(lines)))
     fig = ax.figure
+    yes_no = {ledger for ledger in s.ledgers if _yes_no(s, ledger)}
     colors, texts = [], []
     for _, row in lines:
         line_colors, line_texts = [], []
@@ -627,9 +667,13 @@ def _heat_map(s: Sweep, ax, title):
             base = s.clean["effects"][ledger]
             if row is None:
                 line_colors.append(_BASE)
-                line_texts.append(str(base))
+                line_texts.append(_yes_no_text(base) if ledger in yes_no else str(base))
                 continue
             n = row["effects"][ledger]
+            if ledger in yes_no:            # not a count: never "more" or "fewer"
+                line_colors.append(_SAME if n == base else _FLIPPED)
+                line_texts.append(_yes_no_text(n))
+                continue
             line_colors.append(_MORE if n > base else _FEWER if n < base else _SAME)
             line_texts.append(f"{n} ({n - base:+d})" if n != base else str(n))
         if row is None:
@@ -644,7 +688,7 @@ def _heat_map(s: Sweep, ax, title):
     ax.imshow(colors, aspect="auto", interpolation="nearest")
     for y, line_texts in enumerate(texts):
         for x, text in enumerate(line_texts):
-            strong = colors[y][x] in (to_rgb(_MORE), to_rgb(_FEWER))
+            strong = colors[y][x] in (to_rgb(_MORE), to_rgb(_FEWER), to_rgb(_FLIPPED))
             ax.text(x, y, text, ha="center", va="center", fontsize=10,
                     color="white" if strong else "#222222",
                     weight="bold" if strong or y == 0 else "normal")
@@ -662,14 +706,20 @@ def _heat_map(s: Sweep, ax, title):
     ax.set_title(title or f"{s.finding()}\n{s.workflow!r}, {s.runner} runner, {how}",
                  fontsize=11, pad=12)
     ax.set_ylabel("crash point (step · when)")
-    ax.set_xlabel("what the world saw once the run finished (count per ledger)")
+    ax.set_xlabel("what the world saw once the run finished (count per ledger"
+                  + (", or yes/no)" if yes_no else ")"))
     legend = [Patch(color=_SAME, label="as in the clean run"),
               Patch(color=_MORE, label="more: done twice"),
               Patch(color=_FEWER, label="fewer: lost"),
               Patch(color=_DIFFERENT, label="different result")]
+    if yes_no:                  # a yes/no column has a colour of its own, not a count's
+        legend.append(Patch(color=_FLIPPED, label="yes/no not as in the clean run"))
     if fig.axes == [ax]:        # a figure of its own: the legend goes along its bottom edge
-        fig.legend(handles=legend, loc="lower center", ncol=4, frameon=False, fontsize=9)
-        fig.tight_layout(rect=(0, 0.5 / fig.get_figheight(), 1, 1))
+        # one row of entries where the figure is wide enough (about 1.75 in an entry), else two
+        rows = 1 if fig.get_figwidth() >= 1.75 * len(legend) else 2
+        fig.legend(handles=legend, loc="lower center", ncol=-(-len(legend) // rows),
+                   frameon=False, fontsize=9)
+        fig.tight_layout(rect=(0, (0.5 + 0.22 * (rows - 1)) / fig.get_figheight(), 1, 1))
     else:
         ax.legend(handles=legend, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False, fontsize=9)
     return fig

@@ -128,8 +128,8 @@ def test_changing_a_setting_starts_over(lab):
 
 def test_buttons_that_make_no_sense_are_refused():
     model = CrashLabModel(NAIVE, None)
-    with pytest.raises(RuntimeError, match="nothing to resume"):
-        model.resume()
+    assert model.resume() == "ready" and model.attempt == 0      # nothing to resume: no error
+    assert model.notice == "Nothing to resume: the run has not started yet. Press Run."
     model.run()
     with pytest.raises(RuntimeError, match="press Reset"):
         model.run()
@@ -175,17 +175,15 @@ def test_a_learners_workflow_in_the_widget_with_a_ledger_of_its_own():
     lab = CrashLab(wfs.sms_refund, "A-17", 40)
     assert list(lab.mode.options) == [NAIVE, CHECKPOINTED]
     labels = [label for label, _ in lab.crash.options]
-    assert labels == ["no crash", "before lookup", "lookup: after the effect, before the checkpoint",
-                      "between lookup and refund", "before refund",
-                      "refund: after the effect, before the checkpoint",
-                      "between refund and sms", "before sms", "sms: after the effect, before the checkpoint",
-                      "after sms, before the run ends"]
+    assert labels == ["no crash", "lookup · before", "lookup · after effect", "lookup · after checkpoint",
+                      "refund · before", "refund · after effect", "refund · after checkpoint",
+                      "sms · before", "sms · after effect", "sms · after checkpoint"]
     assert lab.model.crash is None and repr(lab) == "CrashLab('sweep-sms', mode='naive', crash='no crash')"
 
     lab.mode.value = CHECKPOINTED
     lab.crash.value = "sms:after_effect"
     lab.run_button.click()
-    assert lab.model.status == "crashed" and "CRASH (sms: after the effect" in lab.log.value
+    assert lab.model.status == "crashed" and "CRASH (sms · after effect)" in lab.log.value
     lab.resume_button.click()
     assert lab.model.status == "completed"
     assert lab.model.counters == {"refunds": 1, "sms": 2, "executed": 4, "replayed": 2, "attempts": 2}
@@ -201,23 +199,26 @@ def test_a_learners_workflow_in_the_widget_with_a_ledger_of_its_own():
 
 
 def test_a_learners_menu_is_every_point_the_sweep_crashes_in_its_order():
-    """The crash playground: "its crash menu is the list of points the sweep found"."""
+    """The crash playground: "its crash menu is the list of points the sweep found", under
+    the names the sweep's heat map gives them."""
     from durable_lite.faults import sweep
     model = CrashLabModel(workflow=wfs.sms_refund, args=("A-17", 40))
-    found = [(r["step"], r["when"]) for r in sweep(wfs.sms_refund, "A-17", 40).rows]
+    swept = sweep(wfs.sms_refund, "A-17", 40)
+    found = [(r["step"], r["when"]) for r in swept.rows]
     assert list(model.crash_choices) == [None, *found]
+    assert [model.describe(c) for c in found] == [p.label for p in swept.points]
     for mode in model.modes:                      # a crash before a step, in every mode
         model.reset(mode, ("refund", "before_step"))
         model.play()
         assert model.status == "completed" and model.attempt == 2
         assert model.counters["refunds"] == 1 and model.counters["sms"] == 1
-        assert "CRASH (before refund)" in model.log_text()
+        assert "CRASH (refund · before)" in model.log_text()
 
 
 def test_a_workflow_that_waits_is_answered_in_the_lab_and_has_no_naive_mode():
     lab = CrashLab(ex.approved_refund, "A-17", 40)
     assert list(lab.mode.options) == [CHECKPOINTED]           # the naive runner cannot wait
-    assert "between approval and refund" in [label for label, _ in lab.crash.options]
+    assert "approval (wait) · after checkpoint" in [label for label, _ in lab.crash.options]
     lab.crash.value = "approval:after_checkpoint"
     lab.run_button.click()
     assert "approval: waiting; the lab sends the signal true" in lab.log.value
@@ -236,7 +237,7 @@ def test_a_run_a_saga_undid_ends_compensated_not_failed():
     from durable_lite.booking import book_trip
     lab = CrashLab(book_trip, "trip-7", ["TP662-flex", "car-compact", "hotel-canal-house"],
                    mode=CHECKPOINTED)                     # the hotel is sold out
-    assert "undo:car: after the effect, before the checkpoint" in [l for l, _ in lab.crash.options]
+    assert "undo:car · after effect" in [l for l, _ in lab.crash.options]
     lab.crash.value = "undo:car:after_effect"             # a crash while undoing
     lab.run_button.click()
     assert lab.model.status == "crashed"
@@ -262,9 +263,10 @@ def test_modes_of_your_own():
 
 # what the learner sees --------------------------------------------------------------------
 def test_an_error_in_a_click_is_shown_in_the_panel(lab):
-    lab.resume_button.click()                                 # nothing to resume yet
-    assert "RuntimeError" in lab.error.value and "nothing to resume" in lab.error.value
     lab.run_button.click()
+    lab.run_button.click()                                    # a second Run: refused
+    assert "RuntimeError" in lab.error.value and "press Reset" in lab.error.value
+    lab.resume_button.click()
     assert lab.error.value == ""                              # a good click clears it
 
     def broken():
@@ -347,3 +349,33 @@ def test_the_panel_names_its_parts_with_stable_css_classes(lab):
              "dl-counters": lab.counters, "dl-log": lab.log, "dl-error": lab.error}
     for name, widget in parts.items():
         assert name in widget._dom_classes, name
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_resume_on_a_finished_run_says_plainly_that_there_is_nothing_to_resume(mode):
+    """Lesson 01 (issue "What a learner sees, round 2"): a Resume that reaches the kernel
+    after the run has finished (a double click; a button the browser has not greyed out
+    yet) showed a red "RuntimeError: the run is completed; there is nothing to resume"."""
+    lab = CrashLab(mode=mode)                                 # the story's crash
+    lab.run_button.click()
+    lab.resume_button.click()
+    assert lab.model.status == "completed" and lab.error.value == ""
+    before = (dict(lab.model.counters), list(lab.model.log), lab.status.value)
+    lab.resume_button.click()                                 # the second click of a double click
+    assert (lab.model.counters, lab.model.log, lab.status.value) == before   # nothing ran
+    assert "Nothing to resume: the run has completed. Press Reset to run it again." in lab.error.value
+    assert "Error" not in lab.error.value and "#c0392b" not in lab.error.value   # not red, no error name
+    lab.reset_button.click()
+    assert lab.error.value == ""                              # the next click clears it
+
+
+def test_resume_in_code_hands_a_finished_run_back_as_engine_resume_does():
+    model = CrashLabModel(CHECKPOINTED, ("refund", AFTER_EFFECT)).play()
+    attempts = model.attempt
+    assert model.resume() == "completed" and model.attempt == attempts
+    assert model.notice.startswith("Nothing to resume")
+    from durable_lite.booking import book_trip
+    saga = CrashLabModel(CHECKPOINTED, None, workflow=book_trip,
+                         args=("trip-7", ["TP662-flex", "car-compact", "hotel-canal-house"])).play()
+    assert saga.resume() == "compensated"
+    assert saga.notice == "Nothing to resume: the run ended compensated. Press Reset to run it again."

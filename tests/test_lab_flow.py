@@ -31,4 +31,36 @@ def test_the_plot_marks_the_last_answer_on_each_panel(queued):
     marked = [line for line in ax.lines if line.get_label() == "last answer"]
     assert len(marked) == 1 and marked[0].get_xdata()[0] == pytest.approx(flow.last_answer(queued))
     assert any(t.get_text() == f"last answer {flow.last_answer(queued):.1f} s" for t in ax.texts)
-    assert "last answer" in [t.get_text() for t in ax.get_legend().get_texts()]
+    (legend,) = fig.legends                                        # the figure's, below the panels
+    assert "last answer" in [t.get_text() for t in legend.get_texts()]
+
+
+def test_the_legend_sits_clear_of_every_label_at_the_size_the_lesson_shows(queued):
+    """Lesson 11's picture (issue "What a learner sees, round 2": "11's legend overlaps a
+    label"): the legend sat inside the top panel, on "last answer 35.3 s". It now has a
+    band of its own below the panels; nothing it holds touches a title, a label or a panel."""
+    pytest.importorskip("matplotlib")
+    import matplotlib
+    matplotlib.use("Agg")
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    lockstep = storm.burst("lockstep", dl.lab.scratch_folder("test-flow-lockstep"),
+                           runs=300)                              # the lesson's: last answer 35.3 s
+    assert flow.last_answer(lockstep) > 30
+    fig = flow.requests_per_second([lockstep, queued], limit=storm.PROVIDER_LIMIT, seconds=40,
+                                   title="Lockstep retries come in waves, a queue keeps to the limit")
+    assert fig.get_size_inches()[0] == 7.5                       # 750 px, as the lesson shows it
+    assert all(ax.get_legend() is None for ax in fig.axes)
+    (legend,) = fig.legends
+    assert sorted(t.get_text() for t in legend.get_texts()) == sorted([
+        "answered", "refused (429)", f"limit ({storm.PROVIDER_LIMIT}/s)", "last answer"])
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    box = legend.get_window_extent(renderer)
+    others = [fig._suptitle] + [t for ax in fig.axes for t in (ax.title, ax._left_title, *ax.texts)]
+    for text in others:
+        if text.get_text():
+            assert not box.overlaps(text.get_window_extent(renderer)), text.get_text()
+    for ax in fig.axes:
+        assert not box.overlaps(ax.get_tightbbox(renderer))      # panels, ticks, axis labels
+    assert box.y1 <= min(ax.get_tightbbox(renderer).y0 for ax in fig.axes)   # below them all

@@ -154,7 +154,7 @@ def test_the_readout_is_a_table_with_one_header_per_column_and_the_same_notation
     explorer = rel.ReliabilityExplorer(p=0.9, n=5, k=2, runs=20)
     table = explorer.readout.value
     assert table.count("<th") == 4 and "padding" in table
-    for header in ("finish rate: formula", "simulated", "tool calls per run"):
+    for header in ("finish rate: formula", "simulated", "tool calls per finished run"):
         assert f">{header}</th>" in table
     assert "p<sup>n</sup>" in table and "p**n" not in table
     assert table.count("<tr>") == 4                # header, first try, two strategies
@@ -290,3 +290,66 @@ def test_the_explorer_names_its_parts_with_stable_css_classes():
              "dl-readout": explorer.readout, "dl-status": explorer.status}
     for name, widget in parts.items():
         assert name in widget._dom_classes, name
+
+
+# cost per FINISHED run (issue "What a learner sees, round 2": the lesson's point is what a
+# finished run costs; per run, restarting looked as cheap as retrying each step) -----------
+def test_a_finished_run_costs_every_call_over_the_runs_that_finished():
+    t = rel.Tally(rel.RESTART, 0.9, 10, 2, runs=200, finished=108, executions=2079)
+    assert t.executions_per_finished_run == pytest.approx(2079 / 108)
+    assert rel.Tally(rel.RESTART, 0.5, 30, 1, 200, 0, 400).executions_per_finished_run is None
+    for strategy in rel.STRATEGIES:
+        assert rel.expected_executions_per_finished_run(strategy, 0.9, 10, 2) == pytest.approx(
+            rel.expected_executions(strategy, 0.9, 10, 2) / rel.finish_rate(strategy, 0.9, 10, 2))
+
+
+def test_the_explorer_shows_cost_per_finished_run_and_says_so():
+    """At p=0.9, n=10, k=2 both strategies make about 10.4 tool calls per run; per finished
+    run, restarting costs far more. The explorer's bars, ticks, labels and readout show
+    the cost per finished run."""
+    import matplotlib
+    matplotlib.use("Agg")
+    explorer = rel.ReliabilityExplorer(p=0.9, n=10, k=2, runs=200)
+    m = explorer.model
+    d, r = m.tallies[rel.DURABLE], m.tallies[rel.RESTART]
+    assert abs(d.executions_per_run - r.executions_per_run) < 0.5           # per run: a tie
+    assert r.executions_per_finished_run > 1.5 * d.executions_per_finished_run
+
+    fig = m.figure()
+    ax_cost = fig.axes[1]
+    assert ax_cost.get_ylabel() == "tool calls per finished run"
+    assert ax_cost.get_title().startswith("tool calls per finished run")
+    heights = sorted(bar.get_height() for bar in ax_cost.patches)
+    assert heights == pytest.approx(sorted([d.executions_per_finished_run,
+                                            r.executions_per_finished_run]))
+    ticks = sorted(line.get_ydata()[0] for line in ax_cost.lines)
+    assert ticks == pytest.approx(sorted([d.predicted_executions_per_finished_run,
+                                          r.predicted_executions_per_finished_run]))
+    shown = {t.get_text() for t in ax_cost.texts}
+    assert {f"{d.executions_per_finished_run:,.1f}", f"{r.executions_per_finished_run:,.1f}"} <= shown
+
+    assert ">tool calls per finished run</th>" in explorer.readout.value
+    assert f">{r.executions_per_finished_run:.2f}</td>" in explorer.readout.value
+    assert m.summary()["restart from the top: tool calls per finished run"] == \
+        r.executions_per_finished_run
+
+
+def test_a_strategy_with_no_finished_run_says_so_and_its_formula_points_off_the_scale():
+    import matplotlib
+    matplotlib.use("Agg")
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    model = rel.ReliabilityModel(p=0.7, n=30, k=2, runs=200)
+    assert model.tallies[rel.RESTART].finished == 0 < model.tallies[rel.DURABLE].finished
+    fig = model.figure()
+    ax_cost = fig.axes[1]
+    texts = [t.get_text() for t in ax_cost.texts]
+    assert "no run\nfinished\n(of 200)" in texts
+    assert any(t.startswith("formula\n") and t.endswith("↑") for t in texts)   # 147,886: off scale
+    assert len(ax_cost.patches) == 1                                           # one bar only
+    assert "none finished" in rel.ReliabilityExplorer(model=model).readout.value
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    page = fig.bbox
+    for text in [*ax_cost.texts, ax_cost.title]:                               # nothing cut off
+        box = text.get_window_extent(canvas.get_renderer())
+        assert page.x0 <= box.x0 and box.x1 <= page.x1 and box.y1 <= page.y1, text.get_text()

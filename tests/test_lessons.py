@@ -379,3 +379,36 @@ def test_a_cell_that_fails_on_purpose_is_announced_by_the_text_above_it(path):
             last = above.strip().split("\n\n")[-1]
             assert re.search(r"on purpose|refuses|fails|raises|an error", last), \
                 f"{path.name}, cell {index} fails on purpose but the text above it does not say so: {last!r}"
+
+
+def test_lesson_00_gives_the_workshop_days_the_readmes_plan_gives():
+    """Issue "What a learner sees, round 2": lesson 00 said day two is "08–14" while the
+    README's plan is 08–13, then 14 or 15. Both sentences are read against the agenda the
+    README's tables lay out (and test_the_workshop_agenda_adds_up... checks)."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    days = agenda(readme)
+    planned = {}
+    for day, slots in days.items():
+        lessons = [which for _, _, items, _ in slots for kind, which, _ in items if kind == "lesson"]
+        planned[day] = ([w[0] for w in lessons if len(w) == 1],
+                        [tuple(w) for w in lessons if len(w) > 1])
+    assert planned["two"][1] == [("14", "15")], planned        # the engine your team uses
+
+    def span(first, last):
+        return [f"{n:02d}" for n in range(int(first), int(last) + 1)]
+
+    text = " ".join(markdown(LESSONS[0]).split())
+    said = re.search(r"Lessons (\d\d)–(\d\d) are a workshop's first day; (\d\d)–(\d\d), then "
+                     r"(\d\d) or (\d\d) \(the engine your team uses\), its second\.", text)
+    assert said, "lesson 00 no longer says which lessons each day of a workshop holds"
+    one, two, choice = said.group(1, 2), said.group(3, 4), said.group(5, 6)
+    assert span(*one) == planned["one"][0] and planned["one"][1] == []
+    assert span(*two) == planned["two"][0] and [choice] == planned["two"][1]
+
+    prose = " ".join(readme.split())
+    said = re.search(r"Day one is lessons (\d\d)–(\d\d) with their exercises; day two is lessons "
+                     r"(\d\d)–(\d\d) with theirs, and then the engine your team uses: lesson (\d\d) "
+                     r"\(DBOS\) or lesson (\d\d)", prose)
+    assert said, "the README's workshop section no longer says which lessons each day holds"
+    assert span(*said.group(1, 2)) == planned["one"][0]
+    assert span(*said.group(3, 4)) == planned["two"][0] and [said.group(5, 6)] == planned["two"][1]

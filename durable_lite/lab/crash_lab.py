@@ -18,7 +18,7 @@ Any other workflow works too (its first parameter is the world's folder, as in e
 lesson): `dl.lab.CrashLab(my_workflow, "A-17", 40)`. Its crash menu lists every point a
 clean run passes, before each step, after its effect and after its checkpoint (found by
 `dl.faults.crash_points`, the sweep's discovery, so the menu and a sweep's heat map list the
-same points); its counters
+same points, under the same names: "sms · after effect"); its counters
 are the world's ledgers that run touched, ledgers of your own included. Its modes are
 "naive" and "checkpointed" (pass `modes=[dl.lab.CrashLabMode(...), ...]` for variants such
 as a key). A run that waits for a signal gets it as soon as it parks (`waits="deadline"`
@@ -170,6 +170,9 @@ class CrashLabModel:
         # after the previous step's checkpoint, "between lookup and refund" (CRASH_CHOICES).
         self.crash_choices = (None, *[(p.step, p.when) for p in points
                                       if workflow is not None or p.when != BEFORE_STEP])
+        # ... and under the heat map's names for them ("sms · after effect"); the refund
+        # keeps the names its lessons tell its story with ("between email and close").
+        self._labels = None if workflow is None else {(p.step, p.when): p.label for p in points}
         self.ledgers = list(clean["effects"])
         if mode is None:
             mode = NAIVE if workflow is None and NAIVE in self.modes else next(iter(self.modes))
@@ -199,12 +202,16 @@ class CrashLabModel:
         self.clock = FakeClock()
         self.ids = SequentialIds("id")
         self.status = "ready"
+        self.notice = ""            # a sentence for the learner, not an error (see resume)
         self.attempt = 0
         self.result = None
         self.log: List[LogLine] = []
 
     def describe(self, crash) -> str:
-        """The dropdown's label for a crash choice of this workflow."""
+        """The dropdown's label for a crash choice of this workflow: for a workflow of your
+        own, the name the sweep's heat map gives the same point."""
+        if crash is not None and self._labels is not None:
+            return self._labels.get(tuple(crash), describe_crash(crash, self.order))
         return describe_crash(crash, self.order)
 
     @property
@@ -225,12 +232,20 @@ class CrashLabModel:
         """First attempt, with the chosen crash armed. Returns the new status."""
         if not self.can_run:
             raise RuntimeError(f"the run is {self.status}; press Reset to run it again")
+        self.notice = ""
         return self._attempt(self.crash)
 
     def resume(self) -> str:
-        """Next attempt after a crash (no crash armed this time). Returns the new status."""
+        """Next attempt after a crash (no crash armed this time). Returns the new status.
+
+        With nothing to resume (the run finished, or has not started), nothing runs and
+        nothing is refused: the status stays as it was, as `engine.resume` hands a finished
+        run back unchanged, and `notice` says so in a sentence (the panel shows it; a
+        second click that reaches the kernel after the run finished is no error)."""
         if not self.can_resume:
-            raise RuntimeError(f"the run is {self.status}; there is nothing to resume")
+            self.notice = nothing_to_resume(self.status)
+            return self.status
+        self.notice = ""
         return self._attempt(None)
 
     def _attempt(self, crash) -> str:
@@ -387,6 +402,17 @@ class CrashLabModel:
 def _name_and_occurrence(label: str):
     name, sep, n = label.rpartition("#")
     return (name, int(n)) if sep and n.isdigit() else (label, 1)
+
+
+def nothing_to_resume(status: str) -> str:
+    """What Resume says when the run has not crashed: plainly, that there is nothing to do."""
+    if status == "ready":
+        return "Nothing to resume: the run has not started yet. Press Run."
+    if status == "failed":
+        return "Nothing to resume: the run ended failed (see the log). Press Reset to start over."
+    if status == "compensated":
+        return "Nothing to resume: the run ended compensated. Press Reset to run it again."
+    return f"Nothing to resume: the run has {status}. Press Reset to run it again."
 
 
 def repeat_note(answer) -> Optional[str]:
@@ -550,6 +576,12 @@ def _mode_html(model) -> str:
             f"{html.escape(model.mode)}</b>{about}</div>")
 
 
+def _notice_html(text) -> str:
+    """A plain sentence where errors show, in the panel's own blue: nothing went wrong."""
+    return ("<div style='color:#1f4e99; background:#eaf1fb; padding:4px 8px; border-radius:3px'>"
+            f"{html.escape(text)}</div>")
+
+
 def _error_html(exc) -> str:
     return ("<div style='color:#fff; background:#c0392b; padding:4px 8px; border-radius:3px'>"
             f"<b>{html.escape(type(exc).__name__)}:</b> {html.escape(str(exc))}</div>")
@@ -620,7 +652,8 @@ class CrashLab:
             self.refresh()
             self.error.value = _error_html(exc)
             return
-        self.error.value = ""
+        notice = getattr(self.model, "notice", "")
+        self.error.value = _notice_html(notice) if notice else ""
         self.refresh()
 
     def refresh(self):

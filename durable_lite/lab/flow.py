@@ -41,8 +41,12 @@ def requests_per_second(outcomes, *, limit: int, title: str, seconds: int = None
         ax.spines[["top", "right"]].set_visible(False)
     axes[-1].set_xlabel("second after the upload")
     axes[-1].set_xlim(-1, span)
-    axes[0].legend(frameon=False, ncol=4, loc="upper right", fontsize=9)
     fig.suptitle(title)
+    # Below the panels, in a band of its own: inside the top panel it sat on the label of
+    # the last answer, wherever that answer came.
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, frameon=False, ncol=len(labels), loc="outside lower center",
+               fontsize=9)
     return fig
 
 

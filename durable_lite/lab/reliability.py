@@ -79,6 +79,12 @@ def expected_executions(strategy: str, p: float, n: int, k: int) -> float:
     return per_attempt * sum((1 - p ** n) ** a for a in range(k))
 
 
+def expected_executions_per_finished_run(strategy: str, p: float, n: int, k: int) -> float:
+    """Tool calls per *finished* run: every run's calls, the failed runs' included, paid for
+    the runs that finish. Over many runs, calls per run ÷ the chance of finishing."""
+    return expected_executions(strategy, p, n, k) / finish_rate(strategy, p, n, k)
+
+
 # the simulation ---------------------------------------------------------------------------
 class FlakyTool:
     """The simulation's tool: each call fails with probability `1 - p`, and every call,
@@ -139,12 +145,23 @@ class Tally:
         return self.executions / self.runs
 
     @property
+    def executions_per_finished_run(self) -> Optional[float]:
+        """Every tool call the strategy made, failed runs' included, shared among the runs
+        that finished: what one finished run really costs. None if no run finished."""
+        return self.executions / self.finished if self.finished else None
+
+    @property
     def predicted_rate(self) -> float:
         return finish_rate(self.strategy, self.p, self.n, self.k)
 
     @property
     def predicted_executions(self) -> float:
         return expected_executions(self.strategy, self.p, self.n, self.k)
+
+    @property
+    def predicted_executions_per_finished_run(self) -> float:
+        """The formula's tool calls per run divided by its chance of finishing."""
+        return expected_executions_per_finished_run(self.strategy, self.p, self.n, self.k)
 
     def row(self) -> dict:
         """One table row: the formula next to what the simulation saw."""
@@ -304,6 +321,54 @@ def _percent():
     return PercentFormatter(1.0)
 
 
+FORMULA_COLOUR = "#f1c40f"      # the formula's tick on the explorer's cost bars
+
+
+def _calls(value: float) -> str:
+    return f"{value:,.1f}" if value < 1000 else f"{value:,.0f}" if value < 1e6 else f"{value:.1e}"
+
+
+def _plot_cost_per_finished_run(ax, tallies: Dict[str, Tally], colors: dict, runs: int):
+    """The explorer's right panel: what one FINISHED run costs each strategy, in tool
+    calls: every call its runs made, the failed runs' included, over the runs that
+    finished. Per run, restarting can look as cheap as retrying each step (its failed runs
+    give up early); per finished run it never is. A bar where some run finished, its
+    number on it; the formula as a yellow tick, or an arrow at the top when it is far
+    above the bars (a strategy that almost never finishes pays almost without limit)."""
+    names = list(tallies)
+    seen = [tallies[s].executions_per_finished_run for s in names]
+    formula = [tallies[s].predicted_executions_per_finished_run for s in names]
+    known = [v for v in seen if v is not None]
+    scale = max(known) if known else max(tallies[s].executions_per_run for s in names)
+    top = 1.2 * max([scale, *(f for f in formula if f <= 2 * scale)])
+    for x, (name, value, expected) in enumerate(zip(names, seen, formula)):
+        if value is None:
+            ax.text(x, 0.04 * top, f"no run\nfinished\n(of {runs})", ha="center", va="bottom",
+                    fontsize=9, color="#333333")
+        else:
+            ax.bar(x, value, width=0.8, color=colors[name])
+            inside = value >= 0.2 * top
+            ax.text(x, value / 2 if inside else max(value, min(expected, top)) + 0.03 * top,
+                    _calls(value), ha="center", va="center" if inside else "bottom",
+                    color="white" if inside else "#222222", fontsize=10, weight="bold")
+        if expected <= top:
+            ax.plot([x], [expected], "_", color=FORMULA_COLOUR, ms=40, mew=3)
+        else:                   # off the scale: say how far
+            ax.annotate(f"formula\n{_calls(expected)} ↑", (x, top), xytext=(0, -3),
+                        textcoords="offset points", ha="center", va="top", fontsize=8.5,
+                        color="#7d6608", weight="bold")
+    ax.set_ylim(0, top)
+    ax.set_xlim(-0.6, len(names) - 0.4)
+    ax.set_xticks(range(len(names)))
+    ax.set_xticklabels([name.replace(" from", "\nfrom") for name in names], fontsize=9)
+    ax.set_ylabel("tool calls per finished run")
+    ax.set_title("tool calls per finished run\n(failed runs' calls too; yellow: formula)",
+                 fontsize=10)
+    ax.grid(axis="y", alpha=0.3)
+    if not known:               # no bar to read a scale against
+        ax.set_yticks([])
+
+
 # the explorer -----------------------------------------------------------------------------
 DPI = 96            # the explorer's PNG: 8.4 in × 96 = about 800 px, a notebook column
 
@@ -339,12 +404,13 @@ class ReliabilityModel:
         for s, t in self.tallies.items():
             out[f"{s} (formula)"] = t.predicted_rate
             out[f"{s} (simulated)"] = t.finish_rate
-            out[f"{s}: tool calls per run"] = t.executions_per_run
+            out[f"{s}: tool calls per finished run"] = t.executions_per_finished_run
         return out
 
     def figure(self):
         """The explorer's picture: curves against n, simulated points at the chosen n,
-        and the tool calls each strategy spent. A matplotlib Figure (no pyplot state).
+        and what a finished run costs each strategy in tool calls (the failed runs' calls
+        included). A matplotlib Figure (no pyplot state).
 
         Sized for a notebook column (about 800 px wide): the legend sits under the curves,
         never on them, in text as large as the axis labels. The margins are fixed rather
@@ -368,18 +434,7 @@ class ReliabilityModel:
                    fontsize=9, frameon=False)
         ax.set_title(f"p={self.p:.3f}, k={self.k}: at n={self.n}, per-step retry\n"
                      f"finishes {percent(self.tallies[DURABLE].finish_rate, 1)} of runs", fontsize=10)
-        names = list(self.tallies)
-        bars = ax_cost.bar(range(len(names)), [self.tallies[s].executions_per_run for s in names],
-                           color=[colors[s] for s in names])
-        ax_cost.bar_label(bars, fmt="%.2f", label_type="center", color="white", fontsize=10,
-                          weight="bold")       # inside the bar: the formula's tick sits on top
-        ax_cost.plot(range(len(names)), [self.tallies[s].predicted_executions for s in names],
-                     "_", color="#f1c40f", ms=40, mew=3)
-        ax_cost.set_xticks(range(len(names)))
-        ax_cost.set_xticklabels([name.replace(" from", "\nfrom") for name in names], fontsize=9)
-        ax_cost.set_ylabel("tool calls per run")
-        ax_cost.set_title(f"average over {self.runs} runs\n(yellow tick: formula)", fontsize=10)
-        ax_cost.grid(axis="y", alpha=0.3)
+        _plot_cost_per_finished_run(ax_cost, self.tallies, colors, self.runs)
         return fig
 
     def png(self) -> bytes:
@@ -401,14 +456,15 @@ def _readout_html(model: ReliabilityModel) -> str:
     rows = [("first try only (p<sup>n</sup>)", f["first try"], None, None)]
     for s in STRATEGIES:
         t = model.tallies[s]
-        rows.append((f"{s}, k={model.k}", f[s], t.finish_rate, t.executions_per_run))
+        rows.append((f"{s}, k={model.k}", f[s], t.finish_rate,
+                     "none finished" if t.finished == 0 else f"{t.executions_per_finished_run:.2f}"))
     head = "".join(f"<th style='{_CELL}; border-bottom:1px solid #999'>{h}</th>"
-                   for h in ("finish rate: formula", "simulated", "tool calls per run"))
+                   for h in ("finish rate: formula", "simulated", "tool calls per finished run"))
     body = "".join(
         f"<tr><td style='{_CELL}; text-align:left'>{name}</td>"
         f"<td style='{_CELL}'>{percent(formula, 2)}</td>"
         f"<td style='{_CELL}'>{'–' if seen is None else percent(seen, 1)}</td>"
-        f"<td style='{_CELL}'>{'–' if calls is None else f'{calls:.2f}'}</td></tr>"
+        f"<td style='{_CELL}'>{'–' if calls is None else calls}</td></tr>"
         for name, formula, seen, calls in rows)
     return ("<table style='border-collapse:collapse; font-variant-numeric:tabular-nums'>"
             f"<tr><th style='{_CELL}; border-bottom:1px solid #999'></th>{head}</tr>"
