@@ -72,7 +72,9 @@ def test_a_wait_without_a_real_deadline_or_escalation_fails_the_deadline_tests(t
         "start() returns at once", "no answer for a day",
         "after the escalation the manager's answer counts",
         "after the escalation the manager rejects", "nobody answers for two days",
-        "on every path the steps are recorded under the names the task gives"]
+        "on every path the steps are recorded under the names the task gives",
+        "restarted between every two actions (the run started here; the editor's day running "
+        "out, then the manager's approval, each handled by a new Python process)"]
     assert score.passed == 2        # approve and reject within the day still work
 
 
@@ -185,7 +187,9 @@ def test_07_a_deadline_without_escalation_fails_the_escalation_tests():
     assert [t.name.split(":")[0] for t in result.tests if t.status != checks.PASSED] == [
         "no answer for a day", "after the escalation the manager's answer counts",
         "after the escalation the manager rejects", "nobody answers for two days",
-        "on every path the steps are recorded under the names the task gives"]
+        "on every path the steps are recorded under the names the task gives",
+        "restarted between every two actions (the run started here; the editor's day running "
+        "out, then the manager's approval, each handled by a new Python process)"]
 
 
 def think(folder, goal, turn):

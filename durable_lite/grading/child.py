@@ -60,7 +60,8 @@ def run_fresh(folder, call: str, *args, wrap=(), kill=None, log=None, timeout: f
             "kill": list(kill) if kill else None, "log": log}
     child_env = dict(os.environ, **(env or {}))
     child_env["PYTHONPATH"] = os.pathsep.join(
-        [os.fspath(folder), _PACKAGE_PARENT, child_env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+        [os.fspath(folder), _PACKAGE_PARENT, *_added_to_sys_path(),
+         child_env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     try:
         proc = subprocess.run([sys.executable, "-m", "durable_lite.grading.child", json.dumps(spec)],
                               cwd=os.fspath(folder), capture_output=True, text=True,
@@ -77,6 +78,14 @@ def run_fresh(folder, call: str, *args, wrap=(), kill=None, log=None, timeout: f
     if proc.returncode not in (0, -signal.SIGKILL) and run.error is None:
         run.error = (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
     return run
+
+
+def _added_to_sys_path() -> List[str]:
+    """The folders this process imports from beyond Python's own (the notebook's folder, a
+    module beside it): a restart of the notebook's code finds the same modules."""
+    own = tuple(os.path.realpath(p) for p in {sys.prefix, sys.base_prefix, sys.exec_prefix})
+    return [os.path.abspath(p) for p in sys.path
+            if p and os.path.isdir(p) and not os.path.realpath(p).startswith(own)]
 
 
 def read_log(path) -> List[str]:
