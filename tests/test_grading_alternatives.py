@@ -271,14 +271,20 @@ def test_05_a_coin_flipped_first_and_a_refresh_found_in_the_history_pass():
 
 
 # 06 -------------------------------------------------------------------------------------------
-def smallest_k_by_logarithms(p, n, target):
+def smallest_k_by_logarithms_then_checked(p, n, target):
+    # a logarithm's guess, then the formula itself decides: a hair either way is corrected
     if p >= 1:
         return 1
-    return max(1, math.ceil(math.log(1 - target ** (1 / n)) / math.log(1 - p)))
+    k = max(1, math.ceil(math.log(1 - target ** (1 / n)) / math.log(1 - p)))
+    while k > 1 and (1 - (1 - p) ** (k - 1)) ** n >= target:
+        k -= 1
+    while (1 - (1 - p) ** k) ** n < target:
+        k += 1
+    return k
 
 
-def test_06_a_k_solved_with_logarithms_passes():
-    passes("06_choose_k", "q1", smallest_k_by_logarithms)
+def test_06_a_k_guessed_with_logarithms_and_checked_by_the_formula_passes():
+    passes("06_choose_k", "q1", smallest_k_by_logarithms_then_checked)
 
 
 # 07 -------------------------------------------------------------------------------------------

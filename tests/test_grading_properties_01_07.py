@@ -457,14 +457,16 @@ def smallest_k(p, n, target):
     if p >= 1:
         return 1
     return math.floor(math.log(1 - target ** (1 / n)) / math.log(1 - p)) + 1
-'''}, "on the boundary")
+'''}, "on the boundary", only=False)
 
 
 @pytest.mark.parametrize("log", ["math.log(x) / math.log(1 - p)", "math.log2(x) / math.log2(1 - p)",
                                  "math.log10(x) / math.log10(1 - p)", "math.log(x, 1 - p)",
                                  "math.log1p(-root) / math.log1p(-p)"])
-def test_06_q1_every_usual_logarithm_meets_the_boundary(log):
-    passes(EX06, "q1", {SMALLEST: f'''
+def test_06_q1_every_usual_logarithm_misses_a_target_floats_cannot_hold(log):
+    # each closed form is a hair off somewhere: the cases hold a p and a target where
+    # rounding up its float lands one attempt short or one too many, on every run
+    fails(EX06, "q1", {SMALLEST: f'''
 import math
 
 
@@ -474,7 +476,7 @@ def smallest_k(p, n, target):
     root = target ** (1 / n)
     x = 1 - root
     return max(1, math.ceil({log}))
-'''})
+'''}, "the k it returns", "on the boundary", only=False)
 
 
 def test_06_q2_retries_in_a_loop_inside_one_step_fail():

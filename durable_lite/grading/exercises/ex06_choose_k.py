@@ -6,16 +6,34 @@ a flaky tool whose failures the check controls: first one run at a time, then hu
 runs on a FakeClock (backoff is free).
 
 The properties a right answer has, each judged by the test that names it, and how the cases
-vary it (tests/test_grading_properties_01_07.py has, for each, an answer wrong in that
-property alone, and it fails):
+vary it (tests/test_grading_properties_01_07.py and tests/test_grading_round4_06_08.py have,
+for each, an answer wrong in that property alone, and it fails):
 
-q1 smallest_k(p, n, target)  (ten drawn cases, one of them met by a single attempt)
-  - the k it returns reaches the target, and is an int >= 1;
-  - it is the smallest: k - 1 misses the target (the restart formula fails). These cases
-    keep the exact real-valued k well away from a whole number, so rounding cannot decide;
+q1 smallest_k(p, n, target)  (drawn cases; the grader decides each answer exactly, with
+fractions, wherever floating point could decide it: `reaches`)
+  - the k it returns reaches the target, and is an int >= 1 (read as a plain int: a numpy
+    integer is one, an int subclass is judged by its value, not its comparisons). Ten
+    clear-cut cases (the exact real-valued k well away from a whole number, so rounding
+    cannot decide them): one met by a single attempt, one that needs more than 10 attempts
+    and one more than 20 on every run (a search that gives up at 10 or 20 fails), the rest
+    drawn freely;
+  - it is the smallest: k - 1 misses the target (the restart formula fails), on those cases;
   - the boundary, "at least": cases where k attempts reach the target exactly (exact binary
-    fractions, p = 1 - 2**-a, where every usual way of computing gives the same k), so
-    `>` in place of `>=` fails;
+    fractions, p = 1 - 2**-a, whose targets print as the decimals they are: every way of
+    computing, in floats, fractions or decimals, gives the same k), so `>` in place of `>=`
+    fails on every run;
+  - it is judged by the formula, not by a solution of it: near the boundary with a p floats
+    cannot hold exactly (three decimals, not a binary fraction), cases whose target is the
+    formula's own value at k as floats compute it (k is enough: judged with the boundary)
+    and cases one to three units in the last place above it (k is not: judged with "reaches
+    the target"). Each is kept only if every way a right answer counts agrees on its k: the
+    formula as written, with each power one unit in the last place off either way (libm's,
+    numpy's), as products, through exp and log1p, and exactly for the floats given and for
+    the decimals they print as. Both kinds are drawn, on every run, until each usual closed
+    form rounded up (the n-th root by ** or exp/log, then log, log2, log10, log with a base
+    or log1p) lands on the wrong side of one of them, so a k solved for with logarithms and
+    not checked against the formula fails on every run, as does one nudged by a tolerance
+    (it fails the cases just past the boundary) or a comparison with the root of the target;
   - a tool that never fails (p = 1) needs one attempt.
 q2 plan(ctx, folder, n, k)  (drawn n, k, failing step, failure rate, seeds)
   - n steps named task-1 ... task-n, each calling flaky_tool once with its own name;
@@ -44,10 +62,24 @@ EXERCISE = Exercise("06_choose_k", "How many attempts per step?",
                     lesson="notebooks/06_plans_and_reliability_math.ipynb")
 
 
+def exact_rate(p, n, k) -> Fraction:
+    """(1 - (1-p)**k)**n without any rounding, for p exactly as the float it is."""
+    return (1 - (1 - Fraction(p)) ** k) ** n
+
+
+def reaches(p, n, k, target) -> bool:
+    """Do k attempts per step reach the target? Read in floating point where the answer is
+    clear-cut, and exactly, with fractions, where rounding could decide it."""
+    rate = per_step_retry_rate(p, n, k)
+    if abs(rate - target) > 1e-9:
+        return rate >= target
+    return exact_rate(p, n, k) >= Fraction(target)
+
+
 def reference_k(p, n, target):
-    """The smallest k with (1 - (1-p)**k)**n >= target, by counting up."""
+    """The smallest k whose run reaches the target, by counting up."""
     k = 1
-    while per_step_retry_rate(p, n, k) < target:
+    while not reaches(p, n, k, target):
         k += 1
     return k
 
@@ -55,30 +87,151 @@ def reference_k(p, n, target):
 # q1 -----------------------------------------------------------------------------------------
 q1 = EXERCISE.question("q1", "smallest_k", answers=["smallest_k"])
 
-def cases(draw, count=10) -> list:
-    """(p, n, target) triples: at least one needing a single attempt, most needing more.
+# What the regular cases of every run need, besides cases drawn freely: a single attempt, and
+# more attempts than a search that gives up at ten, or at twenty, would ever try.
+ONE, MORE_THAN_10, MORE_THAN_20 = range(1, 2), range(11, 21), range(21, 46)
 
-    Each is kept only if its answer is clear-cut: the exact k (a real number) where
-    (1 - (1-p)**k)**n meets the target lies well away from a whole number, so rounding it
-    up gives the same k as counting, in floating point or not."""
-    out = []
-    while len(out) < count:
-        p = round(draw.uniform(0.3, 0.999), 3)
-        # n keeps p**n >= 0.001, a plan that finishes now and then on its first try: the
-        # restart formula, a common wrong answer, then stops counting in well under a second
-        # (and fails with a message) instead of running for minutes.
-        n = draw.randint(1, max(1, min(60, int(math.log(0.001) / math.log(p)))))
+
+def longest_plan(p, most) -> int:
+    """The most steps a case has (at most `most`): p**n stays >= 0.001, a plan that finishes
+    now and then on its first try. The restart formula, a common wrong answer, then stops
+    counting in well under a second (and fails with a message) instead of running for
+    minutes."""
+    return max(1, min(most, int(math.log(0.001) / math.log(p))))
+
+
+def _clear_cut(draw, needs=None) -> tuple:
+    """(p, n, target) whose answer is clear-cut: the exact k (a real number) where
+    (1 - (1-p)**k)**n meets the target lies well away from a whole number, so rounding it up
+    gives the same k as counting, in floating point or not. With `needs`, a k in that range."""
+    while True:
+        # many attempts come from tools that fail more often than they work
+        low, high = (0.05, 0.45) if needs is not None and needs.start > 10 else (0.3, 0.999)
+        p = round(draw.uniform(low, high), 3)
+        n = draw.randint(1, longest_plan(p, 60))
         target = round(draw.uniform(0.5, 0.9999), 4)
-        if len(out) == 0:                      # one case a single attempt already meets
+        if needs == ONE:
             target = round(per_step_retry_rate(p, n, 1) * draw.uniform(0.5, 0.99), 4)
-            if not 0 < target < 1:
-                continue
-        exact = math.log(1 - target ** (1 / n)) / math.log(1 - p)
-        if abs(exact - round(exact)) < 1e-3 or reference_k(p, n, target) > 40:
+        if not 0 < target < 1:
             continue
-        out.append((p, n, target))
+        exact = math.log(1 - target ** (1 / n)) / math.log(1 - p)
+        if abs(exact - round(exact)) < 1e-3:
+            continue
+        k = reference_k(p, n, target)
+        if k <= MORE_THAN_20[-1] and (needs is None or k in needs):      # none needs more
+            return p, n, target
+
+
+def cases(draw, count=10) -> list:
+    """(p, n, target) triples, all clear-cut: one met by a single attempt, one that needs more
+    than 10 attempts and one more than 20, the rest drawn freely (most need a few)."""
+    out = [_clear_cut(draw, needs) for needs in (ONE, MORE_THAN_10, MORE_THAN_20)]
+    out += [_clear_cut(draw) for _ in range(count - len(out))]
     draw.shuffle(out)
     return out
+
+
+# Near the boundary, with a p floats cannot hold exactly. The exact k is a whole number there
+# (or a hair above one), and what a closed form gives depends on how its floating-point
+# logarithms round; what a count gives does not. --------------------------------------------
+def _float_rates(p, n, k):
+    """The formula at k as a right answer might compute it in floating point: as written, by
+    a product of each power's factors, through exp and log1p, and with each power taken by a
+    `**` or pow() that is off by up to one unit in the last place (as libm's and numpy's are)."""
+    q = 1 - p
+    all_failed = 1.0
+    for _ in range(k):
+        all_failed *= q
+    step, run = 1 - q ** k, 1.0
+    for _ in range(n):
+        run *= step
+    yield from (per_step_retry_rate(p, n, k), (1 - all_failed) ** n, run,
+                math.exp(n * math.log1p(-q ** k)))
+    for failed in _faithful(Fraction(q) ** k):
+        yield from _faithful(Fraction(1 - failed) ** n)
+
+
+def _faithful(exact: Fraction) -> set:
+    """The floats a power within one unit in the last place of `exact` can return."""
+    nearest = float(exact)                              # correctly rounded
+    if Fraction(nearest) == exact:
+        return {nearest}
+    return {nearest, math.nextafter(nearest, math.inf if Fraction(nearest) < exact else -math.inf)}
+
+
+CLOSE = Fraction(1, 10 ** 30)
+
+
+def _everyone_agrees(p, n, target, k) -> bool:
+    """k is the answer whichever way a right answer counts: every float evaluation of the
+    formula says that k reaches the target and k - 1 does not, and so does the exact one,
+    for the floats given and for the decimals they print as, by a margin that decimals of 30
+    digits also see."""
+    if not all(rate >= target for rate in _float_rates(p, n, k)):
+        return False
+    if any(rate >= target for rate in _float_rates(p, n, k - 1)):
+        return False
+    for exact_p, exact_target in ((Fraction(p), Fraction(target)),
+                                  (Fraction(repr(p)), Fraction(repr(target)))):
+        if (1 - (1 - exact_p) ** k) ** n - exact_target < CLOSE:
+            return False
+        if exact_target - (1 - (1 - exact_p) ** (k - 1)) ** n < CLOSE:
+            return False
+    return True
+
+
+# The usual closed forms, each rounded up: the n-th root of the target taken with ** or
+# through exp and log, then solved for k with log, log2, log10, log with a base, or log1p.
+ROOTS = (lambda target, n: target ** (1 / n), lambda target, n: math.exp(math.log(target) / n))
+LOGS = (lambda root, p: math.log(1 - root) / math.log(1 - p),
+        lambda root, p: math.log2(1 - root) / math.log2(1 - p),
+        lambda root, p: math.log10(1 - root) / math.log10(1 - p),
+        lambda root, p: math.log(1 - root, 1 - p),
+        lambda root, p: math.log1p(-root) / math.log1p(-p))
+
+
+def closed_forms(p, n, target) -> list:
+    """k as each usual closed form computes it, rounded up (None where one cannot compute)."""
+    out = []
+    for root in ROOTS:
+        for log in LOGS:
+            try:
+                out.append(math.ceil(log(root(target, n), p)))
+            except (ValueError, ZeroDivisionError, OverflowError):
+                out.append(None)
+    return out
+
+
+AT, PAST = "at", "past"
+
+
+def near_boundary(draw, side) -> list:
+    """(p, n, target, k) with k the answer, p of three decimals that is not a binary fraction.
+
+    AT: the target is the formula's value at k as floats compute it, so k is enough ("at
+    least"). PAST: the target is one to three units in the last place above that, so k is
+    not enough and k + 1 is. Cases are kept only where every way of counting agrees on k
+    (`_everyone_agrees`), and drawn until each usual closed form rounded up without checking
+    its k against the formula lands on the wrong side of at least one of them."""
+    kept, fooled = [], set()
+    while len(kept) < 3 or len(fooled) < len(ROOTS) * len(LOGS):
+        p, k = round(draw.uniform(0.3, 0.99), 3), draw.randint(2, 12)
+        n = draw.randint(1, longest_plan(p, 30))
+        if Fraction(p) == Fraction(repr(p)):
+            continue                                    # 0.375, 0.875: floats hold these exactly
+        target = per_step_retry_rate(p, n, k)
+        if side == PAST:
+            for _ in range(draw.randint(1, 3)):
+                target = math.nextafter(target, 1)
+            k += 1
+        if not 0.5 <= target <= 1 - 1e-7:
+            continue
+        wrong = {i for i, got in enumerate(closed_forms(p, n, target)) if got != k}
+        if (wrong - fooled or len(kept) < 3) and _everyone_agrees(p, n, target, k):
+            kept.append((p, n, target, k))
+            fooled |= wrong
+    draw.shuffle(kept)
+    return kept
 
 
 def _k(smallest_k, p, n, target):
@@ -93,11 +246,29 @@ def _k(smallest_k, p, n, target):
                        "attempts is an int", "return int(k)")
         raise Fail(f"smallest_k({p}, {n}, {target}) returned {k!r}; expected a whole number "
                    "of attempts (an int)")
+    # Judged as a plain int (a numpy integer becomes one): an int of a class of the answer's
+    # own would compare as its own code says.
+    k = int(k)
+    if type(k) is not int:
+        raise Fail(f"smallest_k({p}, {n}, {target}) returned a {type(k).__name__}; expected a "
+                   "plain int", "return a built-in int, not an object of a class of your own")
     if k < 1:
         raise Fail(f"smallest_k({p}, {n}, {target}) returned {k}; every step gets at least one "
                    "attempt, so k >= 1", "k counts attempts: start counting at 1, and round "
                    "a logarithm's answer up, not down")
-    return int(k)
+    return k
+
+
+# Hints for an answer a hair off near the boundary: what the test saw, and where such a k
+# comes from (the case itself says which side it missed).
+ROUNDED_DOWN = ("one attempt short, by a hair: with that k the formula comes out just below the "
+                "target. Solving for k with logarithms, or comparing with a root of the target "
+                "instead of the target, rounds in floating point and can land a hair on the "
+                "wrong side of a whole number: judge each k by the formula itself")
+ROUNDED_UP = ("one attempt fewer already reaches the target, by the formula itself. Solving for "
+              "k with logarithms rounds in floating point: a whole number can come out a hair "
+              "above itself, and rounding up then adds one. Judge the k you get by the formula "
+              "(does one attempt fewer reach the target too?)")
 
 
 @q1.test("the k it returns reaches the target: (1 - (1-p)**k)**n >= target",
@@ -107,13 +278,20 @@ def _(smallest_k, draw):
     for p, n, target in cases(draw):
         k = _k(smallest_k, p, n, target)
         rate = per_step_retry_rate(p, n, k)
-        if rate < target:
+        if not reaches(p, n, k, target):
             hint = ""
-            if per_step_retry_rate(p, n, k + 1) >= target:
+            if reaches(p, n, k + 1, target):
                 hint = ("one attempt short: stop at the first k that reaches the target, and "
                         "round a logarithm's answer up (math.ceil), not down")
             raise Fail(f"smallest_k({p}, {n}, {target}) = {k}, but with {k} attempt(s) per step "
                        f"a run finishes only {rate:.5%} of the time, below {target:.3%}", hint)
+    for p, n, target, right in near_boundary(draw, PAST):
+        k = _k(smallest_k, p, n, target)
+        if not reaches(p, n, k, target):
+            raise Fail(f"smallest_k({p}, {n}, {target!r}) = {k}, but with {k} attempt(s) per "
+                       f"step a run finishes with probability {per_step_retry_rate(p, n, k)!r}, "
+                       f"just below the target {target!r}",
+                       ROUNDED_DOWN if k == right - 1 else "")
 
 
 @q1.test("and it is the smallest: with one attempt fewer the run misses the target",
@@ -122,18 +300,18 @@ def _(smallest_k, draw):
 def _(smallest_k, draw):
     for p, n, target in cases(draw):
         k = _k(smallest_k, p, n, target)
-        if k > 1 and per_step_retry_rate(p, n, k - 1) >= target:
+        if k > 1 and reaches(p, n, k - 1, target):
             raise Fail(f"smallest_k({p}, {n}, {target}) = {k}, but {k - 1} attempt(s) per step "
                        f"already finish {per_step_retry_rate(p, n, k - 1):.5%} of runs")
 
 
 def boundary_cases() -> list:
     """(p, n, k) where k attempts per step reach the target exactly: the target is
-    (1 - (1-p)**k)**n itself. Only exact binary fractions (p = 1 - 2**-a), so the formula is
-    computed without rounding in floating point, and only cases where the usual ways of
-    solving for k with logarithms (log, log2, log10, log1p, log with a base) also land
-    exactly on k: a right answer gets k whichever way it computes, and an answer that
-    wants more than the target ("greater than", not "at least") gets k + 1."""
+    (1 - (1-p)**k)**n itself. Only exact binary fractions (p = 1 - 2**-a) whose target prints
+    as the decimal it is, so the formula is computed without rounding in floating point, in
+    fractions and in decimals alike, and only cases where the usual closed forms
+    (`closed_forms`) also land exactly on k: whichever way an answer computes, `>` in place
+    of `>=` gets k + 1 here, and nothing else makes it miss."""
     out = []
     for a in (1, 2, 3, 4):
         p = 1 - 2.0 ** -a
@@ -142,11 +320,10 @@ def boundary_cases() -> list:
                 target = per_step_retry_rate(p, n, k)
                 if Fraction(target) != (1 - Fraction(1, 2 ** (a * k))) ** n:
                     continue                           # not exact in floating point
-                root = target ** (1 / n)
-                solved = (math.log(1 - root) / math.log(1 - p), math.log2(1 - root) / math.log2(1 - p),
-                          math.log10(1 - root) / math.log10(1 - p), math.log(1 - root, 1 - p),
-                          math.log1p(-root) / math.log1p(-p))
-                if all(math.ceil(x) == k for x in solved) and per_step_retry_rate(p, n, k - 1) < target:
+                if Fraction(repr(target)) != Fraction(target):
+                    continue                           # nor in the decimals it prints as
+                if all(got == k for got in closed_forms(p, n, target)) and \
+                        per_step_retry_rate(p, n, k - 1) < target:
                     out.append((p, n, k))
     return out
 
@@ -165,6 +342,20 @@ def _(smallest_k, draw):
             raise Fail(f"smallest_k({p}, {n}, {target}) = {got}; with {k} attempts per step a "
                        f"run finishes with probability (1 - {1 - p}**{k})**{n} = {target}, which "
                        f"is exactly the target, so {k} attempts are enough")
+    # The cases above passed, so `>=` is right; what is left to miss here is the rounding.
+    for p, n, target, k in near_boundary(draw, AT):
+        got = _k(smallest_k, p, n, target)
+        if got < k:
+            raise Fail(f"smallest_k({p}, {n}, {target!r}) = {got}, but with {got} attempt(s) per "
+                       f"step a run finishes with probability {per_step_retry_rate(p, n, got)!r}, "
+                       f"below the target {target!r}",
+                       "with that k the formula falls short of the target: a right k reaches it")
+        if got > k:
+            raise Fail(f"smallest_k({p}, {n}, {target!r}) = {got}; with {k} attempts per step a "
+                       f"run finishes with probability (1 - (1 - {p})**{k})**{n} = {target!r}, "
+                       "the target itself as floating point computes it (and no less in exact "
+                       f"arithmetic), so {k} attempts are enough",
+                       ROUNDED_UP if got == k + 1 else "")
 
 
 @q1.test("a tool that never fails needs a single attempt",

@@ -33,18 +33,24 @@ q2 `start_agent(engine, agent, folder, run_id)`
   40% or 60 to 85% of the limit, so no count kept in a worker's memory reaches it; with no
   crash, a limit that fails the run instead of halting it is caught too.
 - the boundary: exactly MAX_STEPS model calls in all, not one more or fewer.
-- the name: MAX_STEPS is drawn (120 to 260) and set in the notebook's globals while the test
-  runs (and put back), so a limit typed in as a number fails.
+- the name: MAX_STEPS is drawn (120 to 260, never the notebook's 200) and set in the
+  notebook's globals while the test runs (and put back), so a limit typed in as a number
+  fails.
 - the ending: "halted", by max_steps — not failed by an exception inside a step.
 - the run: start_agent returns the Run of `run_id`, a run of the `agent` it was given.
 - after the halt: one more worker calls start_agent, as a restarted pod would; it makes no
   model call (a budget computed from what seems left, or grown per worker, fails here).
+- no other cap: the provider is dear (drawn, $2.50 to $20 per 1,000 tokens: `budget_case`),
+  so MAX_STEPS calls cost at least $10 on every run, and a dollar cap the task does not ask
+  for (the lesson's $0.50, a few dollars) halts the run before MAX_STEPS; and once the run
+  halts at MAX_STEPS, the budget stored with it is read, so a cap on dollars or on time that
+  this run did not reach fails too (a dearer or a slower run would reach it).
 """
 
 import contextlib
 import os
 
-from ... import examples
+from ... import examples, jsonvalue
 from ...clock import FakeClock, SequentialIds
 from ...engine import Engine
 from ...errors import Crash
@@ -101,6 +107,17 @@ class Platform:
         reader = Engine(SQLiteStore(os.path.join(self.folder, "runs.db")), self.clock,
                         worker="the-check")
         return [row for row in reader.history(run_id) if row["kind"] == "step"]
+
+    def budget(self, run_id):
+        """The budget stored with the run, the one the engine enforces (read by the check)."""
+        store = SQLiteStore(os.path.join(self.folder, "runs.db"))
+        try:
+            record = store.get_run(run_id)
+        finally:
+            store.close()
+        if record is None or record.budget_json is None:
+            return None
+        return Budget.from_json(jsonvalue.decode(record.budget_json))
 
     def keep_restarting(self, start, run_id, every=None, max_workers=60, namespaces=()):
         """Call `start(engine, run_id)` in worker after worker until the run stops running.
@@ -249,13 +266,32 @@ def _(agent, draw):
             raise Fail(f"the run returned {run.result!r}; expected {{'turns': {turns}}}, as given")
 
 
+def _rounded_to(costs, billed):
+    """The number of decimals the recorded costs are the bills rounded to, if they are."""
+    for decimals in range(6):
+        rounded = [round(bill, decimals) for bill in billed]
+        if rounded != billed and all(abs(c - r) < 1e-12 for c, r in zip(costs, rounded)):
+            return decimals
+    return None
+
+
 def _cost_hint(recorded, bills) -> str:
     """Where the recorded dollars went wrong, from what the steps recorded next to what the
     provider billed for the same calls (never the code that records them right)."""
     costs = [cost for cost, _ in recorded]
+    billed = [bill["cost"] for _, bill in recorded]
     if not any(costs):
-        return ("no step recorded any dollars: the engine learns what a step cost from the "
-                "step's options, as it records the step's result")
+        # A step given no cost and a step given its bill rounded to cents look alike here:
+        # both record 0. Say what was seen, and both ways it comes about.
+        return (f"no step recorded any dollars: each recorded $0, while the provider billed "
+                f"every call a fraction of a cent (${min(billed):.6f} to ${max(billed):.6f}). "
+                "The engine learns what a step cost from the step's options, as it records "
+                "the step's result, and a bill rounded to whole cents is $0 here too")
+    decimals = _rounded_to(costs, billed)
+    if decimals is not None:
+        return (f"each step recorded its call's bill rounded to {decimals} decimal place(s); "
+                "the engine adds up what every step cost, so record the dollars as the call "
+                "reported them")
     if len(set(costs)) == 1:
         return (f"every step recorded the same ${costs[0]:g}, but the provider billed each call "
                 "a different amount: the dollars of a call are in what the call returned")
@@ -346,12 +382,20 @@ def _via(start_agent, platform):
 NAME_NOT_NUMBER = "use MAX_STEPS, the name, not its value: the check gives it other values"
 
 
+OTHER_CAP = ("the run was halted by a limit the task does not set: it stops after MAX_STEPS "
+             "model calls, whatever they cost and however long they take")
+
+
 def _stopped_at_budget(run, platform, when, limit):
     calls = platform.calls()
     if run.workflow != reference_agent.name:
         raise Fail(f"{when}: the run is a run of {run.workflow!r}; start_agent was given the "
                    f"agent {reference_agent.name!r}",
                    "start the agent start_agent is given, not one of the notebook's")
+    if run.status == "halted" and "max_steps" not in (run.halt_reason or ""):
+        raise Fail(f"{when}: the run was halted after {calls} model call(s), billed "
+                   f"${platform.billed():.2f}, by {run.halt_reason}; expected it to go on to "
+                   f"MAX_STEPS = {limit} calls", OTHER_CAP)
     if calls > limit and run.status == "halted":
         raise Fail(f"{when}: the agent made {calls} model calls with MAX_STEPS = {limit}; "
                    f"the budget halted the run too late ({run.halt_reason})",
@@ -380,16 +424,49 @@ def _stopped_at_budget(run, platform, when, limit):
                    f"exactly MAX_STEPS = {limit}, halted by max_steps", hint)
 
 
-def _budget_test(start_agent, draw, every):
-    limit = draw.randint(120, 260)
+def _no_other_cap(platform, run_id, when, limit):
+    """A cap on dollars or on time that this run did not reach halts a dearer or a slower run
+    before MAX_STEPS: read the budget stored with the run, the one the engine enforces."""
+    budget = platform.budget(run_id)
+    caps = [] if budget is None else [f"{name}={value}" for name, value in
+                                      (("max_cost", budget.max_cost), ("deadline", budget.deadline))
+                                      if value is not None]
+    if caps:
+        raise Fail(f"{when}: the run halted at MAX_STEPS = {limit} model calls (billed "
+                   f"${platform.billed():.2f}), but the budget stored with it also has "
+                   f"{' and '.join(caps)}: a run whose calls cost more, or take longer, would be "
+                   "halted before MAX_STEPS", OTHER_CAP)
+
+
+# q2's provider is dear: MAX_STEPS model calls cost at least $10 on every run (120 calls or
+# more, of 40 tokens or more, at $2.50 or more per 1,000 tokens), so a dollar cap the task does
+# not ask for, such as the lesson's $0.50 or a few dollars, halts the run before MAX_STEPS.
+LIMITS = (120, 260)                 # MAX_STEPS, drawn
+NOTEBOOKS_LIMIT = 200               # MAX_STEPS as the notebook sets it: never drawn
+DEAR_PRICES = (2.5, 20.0)           # dollars per 1,000 tokens, drawn
+FEWEST_TOKENS = 40                  # a call's least: 20, 3 per answer word (6 or more), and
+                                    # the prompt's words ("(turn N)" alone is 2)
+
+
+def budget_case(draw, crash_after=None) -> tuple:
+    """(MAX_STEPS, the provider's price per 1,000 tokens, the model calls a worker makes before
+    it dies or None): `crash_after` is the range of fractions of MAX_STEPS to crash after."""
+    limit = draw.choice([n for n in range(LIMITS[0], LIMITS[1] + 1) if n != NOTEBOOKS_LIMIT])
+    price = round(draw.uniform(*DEAR_PRICES), 2)
+    crash_every = None if crash_after is None else max(1, int(limit * draw.uniform(*crash_after)))
+    return limit, price, crash_every
+
+
+def _budget_test(start_agent, draw, crash_after):
+    limit, price, crash_every = budget_case(draw, crash_after)
     namespaces = _namespaces(start_agent)
     with scratch("ex08") as folder, _max_steps(namespaces, limit):
-        platform = Platform(folder)
-        crash_every = None if every is None else max(1, int(limit * every(draw)))
+        platform = Platform(folder, price)
         start, run_id = _via(start_agent, platform), draw.run_id("agent")
         run = platform.keep_restarting(start, run_id, every=crash_every, namespaces=namespaces)
-        when = "with no crash" if every is None else f"with a crash every {crash_every} calls"
+        when = "with no crash" if crash_every is None else f"with a crash every {crash_every} calls"
         _stopped_at_budget(run, platform, when, limit)
+        _no_other_cap(platform, run_id, when, limit)
         calls = platform.calls()
         again = platform.one_worker(start, run_id, namespaces=namespaces)   # a pod restarts
         if platform.calls() != calls or again.status != "halted":
@@ -412,10 +489,10 @@ def _(start_agent, draw):
          "MAX_STEPS calls in all",
          hint="the budget must be counted from the run's recorded steps, which every new worker reads")
 def _(start_agent, draw):
-    _budget_test(start_agent, draw, lambda d: d.uniform(0.2, 0.4))
+    _budget_test(start_agent, draw, (0.2, 0.4))
 
 
 @q2.test("a worker dies after most of MAX_STEPS model calls: still MAX_STEPS calls in all",
          hint="no single worker gets near the limit here: only a persisted count can stop the run")
 def _(start_agent, draw):
-    _budget_test(start_agent, draw, lambda d: d.uniform(0.6, 0.85))
+    _budget_test(start_agent, draw, (0.6, 0.85))
