@@ -27,3 +27,44 @@ def durable_lite_crash_child(path, n, run_id):
     engine = dl.Engine(dl.SQLiteStore(path), crash_at=dl.faults.CrashAt(
         ladder.STEP_NAME, dl.faults.AFTER_CHECKPOINT, occurrence=n, kill=True))
     engine.start(ladder.ladder_steps, n, run_id=run_id)
+
+
+def unstarted_run(path, run_id):
+    """Child process: create a run of the workflow with no steps, leased to this process,
+    and die before executing it: what resuming N=0 steps starts from (instructions.py)."""
+    import time
+    from durable_lite.lease import HOST
+    from durable_lite.store.records import RUNNING, RunRecord
+
+    store = dl.SQLiteStore(path)
+    now = time.time()
+    store.create_run(RunRecord(run_id, ladder.ladder_steps.name, ladder.ladder_steps.version,
+                               "[0]", "{}", RUNNING, now, now,
+                               lease_owner=f"{HOST}:{os.getpid()}:000000",
+                               lease_expires=now + 30, taken_up_at=0))
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+_FAIL = [False]           # set in the process that records the failure, not in the resume
+
+
+def _flaky():
+    if _FAIL[0]:
+        raise RuntimeError("the service is down")
+    return "up"
+
+
+@dl.workflow("ladder_fails_last", version=1)
+def ladder_fails_last(ctx, n):
+    """N trivial steps, then one that fails for good in the first process (no retry)."""
+    for i in range(n):
+        ctx.step(ladder.STEP_NAME, ladder.noop, i)
+    return ctx.step(dl.Step("flaky", retry=dl.Retry(max_attempts=1)), _flaky)
+
+
+def failed_run(path, n, run_id):
+    """Child process: run `ladder_fails_last` until it fails: N checkpoints and a failure
+    (a resume retries the failed step and replays the N before it)."""
+    _FAIL[0] = True
+    run = dl.Engine(dl.SQLiteStore(path)).start(ladder_fails_last, n, run_id=run_id)
+    assert run.status == dl.FAILED, run

@@ -614,11 +614,18 @@ class Context:
         usage = self.usage
         usage.steps += 1
         if kind == ERROR:
-            recorded = _decode(entry[4])
-            raise StepFailed(self.run_id, label, recorded["attempts"], recorded["error"])
+            try:
+                recorded = _decode(entry[4])
+                attempts, error = recorded["attempts"], recorded["error"]
+            except (ValueError, TypeError, KeyError) as exc:
+                raise self._unreadable(entry, exc) from None
+            raise StepFailed(self.run_id, label, attempts, error)
         if entry[9]:
             usage.add_cost(entry[9])
-        return _decode(entry[4])
+        try:
+            return _decode(entry[4])
+        except (ValueError, TypeError) as exc:      # costs nothing until it happens
+            raise self._unreadable(entry, exc) from None
 
     def _replay(self, position, kind, name, occurrence):
         """The recorded value of a wait, sleep or ctx.now/uuid/random, or _MISSING."""
@@ -629,7 +636,17 @@ class Context:
             raise self._divergence(position, entry, kind, name, occurrence)
         if kind in (SIGNAL, WOKE):
             self._log(entry.label, "replayed")
-        return jsonvalue.decode(entry.result_json)
+        try:
+            return jsonvalue.decode(entry.result_json)
+        except (ValueError, TypeError) as exc:
+            raise self._unreadable(entry, exc) from None
+
+    def _unreadable(self, entry, exc):
+        """A checkpoint whose text is not JSON: the store's file was damaged or edited."""
+        store = self._engine.store
+        where = getattr(store, "path", None) or repr(store)
+        return jsonvalue.unreadable(f"the checkpoint of {entry.label!r} (position "
+                                    f"{entry.position}) of run {self.run_id!r} in {where}", exc)
 
     def _divergence(self, position, entry, kind, name, occurrence):
         return NonDeterminismError(

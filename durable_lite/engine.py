@@ -56,6 +56,7 @@ How leases are kept lives in one place, lease.Leases; a fourth feature adds no l
 """
 
 import contextlib
+import functools
 import json
 import math
 import os
@@ -65,8 +66,8 @@ from . import jsonvalue
 from .clock import FakeClock, SystemClock, random_ids, sleeper_for
 from .context import Context, Halt, Park, RunEnding, check_name, check_run_id
 from .errors import (DurableError, LeaseHeldError, LeaseLostError, NonDeterminismError,
-                     QueuedRunError, RunArgumentsMismatch, RunFinishedError, StoreWriteError,
-                     UnknownRunError, WorkflowNotRegistered)
+                     QueuedRunError, RunArgumentsMismatch, RunFinishedError, StepResultNotJSON,
+                     StoreFileError, StoreWriteError, UnknownRunError, WorkflowNotRegistered)
 from .lease import HOST, Leases, RunTurns
 from .store.records import (COMPENSATED, COMPLETED, DEAD, DIVERGED, ERROR, FAILED, HALTED,
                             QUEUED, RUNNING, SLEEPING, STEP, TIMER, UNFINISHED, WAITING, Event,
@@ -105,6 +106,13 @@ class Engine:
                                               or max_interruptions < 1):
             raise ValueError(f"max_interruptions must be a whole number >= 1, or None for no "
                              f"limit; got {max_interruptions!r}")
+        # A lease of 0 s (or less) is expired the moment it is taken: every other worker's
+        # recover() would take the run over while this one executes it, and run its steps
+        # again at the same time. Infinite, or NaN, a dead worker's runs are never freed.
+        if type(lease_seconds) not in (int, float) or not 0 < lease_seconds < math.inf:
+            raise ValueError(f"lease_seconds must be a finite number of seconds > 0 (how long "
+                             f"a worker's claim on a run lasts without renewal); got "
+                             f"{lease_seconds!r}")
         import random  # on first use: `import durable_lite` does without it
         self.store = store
         self.clock = clock or SystemClock()
@@ -315,7 +323,7 @@ class Engine:
     def get(self, run_id: str):
         """The run as the store has it now."""
         record = self.record(run_id)
-        return _snapshot(record, self._usage(self.store.load_entries(run_id), record))
+        return _snapshot(self.store, record, self._usage(self.store.load_entries(run_id), record))
 
     def runs(self, status: str | None = None) -> list:
         return [self.get(r.run_id) for r in self.store.list_runs([status] if status else [])]
@@ -339,13 +347,16 @@ class Engine:
         for entry in self.store.load_entries(run_id):
             failed = failures.pop((entry.position, entry.label), [])
             errors = [e.detail for e in failed]
-            if entry.kind == ERROR:
+            try:
                 recorded = jsonvalue.decode(entry.result_json)
+            except (ValueError, TypeError) as exc:
+                raise jsonvalue.unreadable(_checkpoint_words(entry, run_id, self.store), exc) from None
+            if entry.kind == ERROR:
                 status, result = "failed", None
                 attempts = max(len(failed), entry.attempts)
                 errors = errors or [recorded["error"]]
             else:
-                status, result = "completed", jsonvalue.decode(entry.result_json)
+                status, result = "completed", recorded
                 attempts = len(failed) + 1 if entry.kind == STEP else entry.attempts
             rows.append({"position": entry.position, "step": entry.label, "kind": entry.kind,
                          "status": status, "attempts": attempts,
@@ -385,28 +396,33 @@ class Engine:
 
         Raises LeaseHeldError while another worker executes the run: its next checkpoint
         would land after the gap this leaves. (Another thread of this engine: it waits.)
+
+        All of it is one transaction: the entries go, their values go into the event log,
+        the budget keeps what they used and the run becomes due, together or not at all. A
+        process killed midway leaves the run as it was, never a completed run with steps
+        missing and their values nowhere.
         """
         with self.holding(run_id, busy=f"invalidate {step!r} when it has stopped or parked") as record:
-            entries = self.store.load_entries(run_id)
-            match = [e for e in entries if e.label == step and e.kind in (STEP, ERROR)]
-            if not match:
-                labels = [e.label for e in entries if e.kind in (STEP, ERROR)]
-                raise KeyError(f"run {run_id!r} has no recorded step {step!r} (it has {labels})")
-            # The discarded work was done and paid for: the budget keeps counting it. Recorded
-            # before the discard, so a crash in between can only over-count, never forget.
-            spent = self._usage([e for e in entries if e.position >= match[0].position], record)
-            self.store.update_run(run_id, owner=self.worker, spent_steps=spent.steps,
-                                  spent_cost=spent.cost)
-            removed = self.store.discard_entries_from(run_id, match[0].position)
-            for e in removed:
-                self.log_event(run_id, "invalidated", position=e.position, name=e.label,
-                               detail=e.result_json)
-            if record.status != HALTED:       # a halted run stays halted until a new budget
-                # Finished or parked, it has work to do again now: recover() must see it.
-                # (Someone acted on it, so its count of interruptions starts again too.)
-                self.store.update_run(run_id, owner=self.worker, status=RUNNING, result_json=None,
-                                      error=None, waiting_for=None, wake_at=None,
-                                      interruptions=0, taken_up_at=None)
+            with self.store.batch():
+                entries = self.store.load_entries(run_id)
+                match = [e for e in entries if e.label == step and e.kind in (STEP, ERROR)]
+                if not match:
+                    labels = [e.label for e in entries if e.kind in (STEP, ERROR)]
+                    raise KeyError(f"run {run_id!r} has no recorded step {step!r} (it has {labels})")
+                removed = self.store.discard_entries_from(run_id, match[0].position)
+                for e in removed:
+                    self.log_event(run_id, "invalidated", position=e.position, name=e.label,
+                                   detail=e.result_json)
+                # The discarded work was done and paid for: the budget keeps counting it.
+                spent = self._usage(removed, record)
+                changes = {"spent_steps": spent.steps, "spent_cost": spent.cost}
+                if record.status != HALTED:   # a halted run stays halted until a new budget
+                    # Finished or parked, it has work to do again now: recover() must see it.
+                    # (Someone acted on it, so its count of interruptions starts again too.)
+                    changes.update(status=RUNNING, result_json=None, error=None,
+                                   waiting_for=None, wake_at=None, interruptions=0,
+                                   taken_up_at=None)
+                self.store.update_run(run_id, owner=self.worker, **changes)
         # One label per step, wait and sleep (each wait or sleep starts with its timer).
         return [e.label for e in removed if e.kind in (STEP, ERROR, TIMER)]
 
@@ -500,8 +516,8 @@ class Engine:
             run_id = f"{wf.name}-{self.ids()}"
         else:
             check_run_id(run_id)
-        args_json = jsonvalue.encode(list(args), what=f"the arguments of run {run_id!r} include")
-        kwargs_json = jsonvalue.encode(kwargs, what=f"the keyword arguments of run {run_id!r} include")
+        args_json = _encode_arguments(list(args), run_id, "argument")
+        kwargs_json = _encode_arguments(kwargs, run_id, "keyword argument")
         budget_json = None if budget is None else jsonvalue.encode(budget.to_json(), what="the budget is")
         self.store.check_file()
         return NewRun(wf, run_id, args_json, kwargs_json, budget_json)
@@ -575,7 +591,7 @@ class Engine:
         lookup(record.workflow, record.version, run_id=run_id)   # before counting
         entries = self.store.load_entries(run_id)
         if (record.status == FAILED and entries and entries[-1].kind == ERROR
-                and not _effect_happened(entries[-1])):
+                and not _effect_happened(entries[-1], run_id, self.store)):
             # The step whose failure ended the run gets its attempts again.
             self.store.discard_entries_from(run_id, entries[-1].position)
             self.log_event(run_id, "retrying", entries[-1].position, entries[-1].label)
@@ -612,11 +628,14 @@ class Engine:
         budget = None
         if record.budget_json is not None:
             from .policy import Budget
-            budget = Budget.from_json(jsonvalue.decode(record.budget_json))
+            budget = Budget.from_json(jsonvalue.decode_recorded(
+                record.budget_json, lambda: f"the budget of run {run_id!r} in {_where(self.store)}"))
         ctx = Context(self, record, entries, budget, on_step=self.on_step,
                       leases=self._leases, crashes=self._crashes)
-        args = jsonvalue.decode(record.args_json)
-        kwargs = jsonvalue.decode(record.kwargs_json)
+        args = jsonvalue.decode_recorded(
+            record.args_json, lambda: f"the arguments of run {run_id!r} in {_where(self.store)}")
+        kwargs = jsonvalue.decode_recorded(
+            record.kwargs_json, lambda: f"the keyword arguments of run {run_id!r} in {_where(self.store)}")
         try:
             try:
                 result = wf.fn(ctx, *args, **kwargs)
@@ -640,6 +659,9 @@ class Engine:
             self._end(record, done.status, str(done), status=done.status, result_json=text,
                       error=str(done))
         except Exception as exc:
+            if isinstance(exc, StoreFileError) and exc is ctx.fatal:
+                raise     # the run's own store is damaged: not the run's failure, and
+                          # nothing more can be recorded in it
             message = f"{type(exc).__name__}: {exc}"
             self._end(record, "failed", message, status=FAILED, error=message)
         else:
@@ -654,7 +676,7 @@ class Engine:
         # Build the answer from what this execution already holds (the record it kept in
         # step with its writes, the usage it counted over every checkpoint): no second read.
         usage = ctx.usage if ctx.position >= ctx.recorded else self._usage(ctx.entries, record)
-        return _snapshot(record, usage, ctx.executed, ctx.replayed)
+        return _snapshot(self.store, record, usage, ctx.executed, ctx.replayed)
 
     def _end_completed(self, record, text):
         """Record the run completed with its result; if the store refuses that result (too
@@ -743,10 +765,12 @@ class NewRun:
                 f"{self.wf.name}{self.args_json} {self.kwargs_json}. Use a new run id.")
 
 
-def _snapshot(record, usage, executed=(), replayed=()):
+def _snapshot(store, record, usage, executed=(), replayed=()):
     from .run import Run      # on first use (a dataclass: see policy.py on import time)
+    result = jsonvalue.decode_recorded(
+        record.result_json, lambda: f"the result of run {record.run_id!r} in {_where(store)}")
     return Run(record.run_id, record.workflow, record.version, record.status,
-               jsonvalue.decode(record.result_json), record.error, record.halt_reason,
+               result, record.error, record.halt_reason,
                record.waiting_for, record.wake_at, usage.steps, usage.cost,
                list(executed), list(replayed))
 
@@ -774,9 +798,35 @@ def _earliest(*times):
     return min(known) if known else None
 
 
-def _effect_happened(entry) -> bool:
+def _effect_happened(entry, run_id, store) -> bool:
     """A recorded failure whose step function did run: its result could not be recorded."""
-    return bool(jsonvalue.decode(entry.result_json).get("effect_happened"))
+    failure = jsonvalue.decode_recorded(
+        entry.result_json, functools.partial(_checkpoint_words, entry, run_id, store))
+    return isinstance(failure, dict) and bool(failure.get("effect_happened"))
+
+
+def _encode_arguments(values, run_id, kind):
+    """A run's arguments (a list) or keyword arguments (a dict) as JSON. One JSON cannot
+    hold: the error names that argument, not the list or dict they were gathered in."""
+    try:
+        return jsonvalue.encode(values, what=f"the {kind}s of run {run_id!r} include")
+    except StepResultNotJSON:
+        named = enumerate(values, 1) if kind == "argument" else values.items()
+        for name, value in named:
+            shown = name if kind == "argument" else repr(name)
+            jsonvalue.encode(value, what=f"the {kind}s of run {run_id!r} include, as {kind} "
+                                         f"{shown},")
+        raise
+
+
+def _where(store) -> str:
+    """The store, as an error names it: its file, if it has one."""
+    return getattr(store, "path", None) or repr(store)
+
+
+def _checkpoint_words(entry, run_id, store) -> str:
+    return (f"the checkpoint of {entry.label!r} (position {entry.position}) of run {run_id!r} "
+            f"in {_where(store)}")
 
 
 def _same_json(a: str, b: str) -> bool:

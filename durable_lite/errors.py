@@ -18,7 +18,9 @@ class StepResultNotJSON(DurableError):
 
 
 class StoreFileError(DurableError):
-    """A store file is not a durable_lite database, or was written by a newer version."""
+    """A store file cannot be used: it is damaged (a read or write met a page, an index or a
+    value durable_lite did not write), it is not a durable_lite database, it was written by
+    a newer version, or the path cannot hold a store. The message names the file."""
 
 
 class UnknownRunError(DurableError, KeyError):

@@ -8,9 +8,10 @@ quietly lose a value).
 """
 
 import json
+import math
 from json.encoder import encode_basestring_ascii
 
-from .errors import StepResultNotJSON
+from .errors import StepResultNotJSON, StoreFileError
 
 # One encoder for every checkpoint: json.dumps with options builds a new one per call.
 _ENCODER = json.JSONEncoder(allow_nan=False, separators=(",", ":"))
@@ -54,17 +55,89 @@ def roundtrip(value, *, what):
         return text, _DECODER.decode(text)
     except _KeysClash as clash:
         what = what() if callable(what) else what
+        at = _clash_at(value, clash.key)
+        holding = f"{type(value).__name__} holding a dict at {at} " if at else f"{type(value).__name__} "
         raise StepResultNotJSON(
-            f"{what} a {type(value).__name__} with two keys that both become {clash.key!r} in "
-            "JSON (such as 1 and '1'), so one of their values would be lost. Give every key "
-            "a distinct string.") from None
+            f"{what} a {holding}with two keys that both become {clash.key!r} in JSON (such as "
+            "1 and '1'), so one of their values would be lost. Give every key a distinct "
+            "string.") from None
     except (TypeError, ValueError) as exc:
         what = what() if callable(what) else what
-        shown = f"{type(value).__name__} ({value!r})" if type(value) is float else type(value).__name__
+        at, culprit, how = _culprit(value) or ("", value, "value")
+        if how == "key":              # `at` is where the dict is
+            where = f" holding a dict at {at}" if at else ""
+            refused = (f"{type(value).__name__}{where} whose key {culprit!r} is a "
+                       f"{type(culprit).__name__}")
+        elif not at:
+            refused = _shown(value)
+        elif how == "itself":
+            refused = f"{type(value).__name__} that holds itself, at {at}"
+        else:
+            refused = f"{type(value).__name__} holding a {_shown(culprit)} at {at}"
         raise StepResultNotJSON(
-            f"{what} a {shown}, which cannot be stored as JSON ({exc}). "
+            f"{what} a {refused}, which cannot be stored as JSON ({exc}). "
             "Use plain data: dict, list, str, int, float, bool or None."
         ) from None
+
+
+# Finding what JSON refused inside a value (only when it refused something: never on the
+# hot path). The same rules as the encoder: dict keys may be str, int, float, bool or None;
+# floats must be finite; a container may not hold itself.
+_KEYS = (str, int, float, bool, type(None))
+
+
+def _culprit(value, at="", inside=()):
+    """(where, what JSON refuses there, "value", "key" or "itself") for the first one found,
+    or None. Where is "" when `value` itself is to blame."""
+    if isinstance(value, float):
+        return ("", value, "value") if value != value or value in (math.inf, -math.inf) else None
+    if isinstance(value, (str, int, type(None))):           # bool is an int
+        return None
+    if id(value) in inside:
+        return at, value, "itself"
+    if isinstance(value, dict):
+        for key, item in value.items():
+            here = f"{at}[{key!r}]"
+            if not isinstance(key, _KEYS) or (isinstance(key, float) and not math.isfinite(key)):
+                return at, key, "key"
+            found = _culprit(item, here, (*inside, id(value)))
+            if found:
+                return (found[0] or here, *found[1:]) if found[2] != "key" else found
+        return None
+    if isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            here = f"{at}[{i}]"
+            found = _culprit(item, here, (*inside, id(value)))
+            if found:
+                return (found[0] or here, *found[1:]) if found[2] != "key" else found
+        return None
+    return "", value, "value"
+
+
+def _clash_at(value, key, at=""):
+    """Where the dict whose keys clash on `key` is inside `value` ("" if it is `value`)."""
+    if isinstance(value, dict):
+        names = [k if isinstance(k, str) else json.dumps(k) for k in value]
+        if names.count(key) > 1:
+            return at
+        items = [(f"{at}[{k!r}]", v) for k, v in value.items()]
+    elif isinstance(value, (list, tuple)):
+        items = [(f"{at}[{i}]", v) for i, v in enumerate(value)]
+    else:
+        return None
+    for here, item in items:
+        found = _clash_at(item, key, here)
+        if found is not None:
+            return found
+    return None
+
+
+def _shown(value) -> str:
+    """A value as an error shows it: its type, and what it is when that is short."""
+    text = repr(value)
+    if len(text) > 60:
+        text = text[:57] + "..."
+    return f"{type(value).__name__} ({text})"
 
 
 def encode(value, *, what) -> str:
@@ -88,3 +161,21 @@ def decode(text):
     except StopIteration:
         pass
     return json.loads(text)
+
+
+def decode_recorded(text, what):
+    """decode() of a value a store holds. Text that is not JSON was not written by
+    durable_lite: the file was damaged or edited by hand. StoreFileError says which value
+    (`what`: words, or a function returning them, so that a read that succeeds pays nothing
+    for the message)."""
+    try:
+        return decode(text)
+    except (ValueError, TypeError) as exc:
+        raise unreadable(what, exc) from None
+
+
+def unreadable(what, exc) -> StoreFileError:
+    what = what() if callable(what) else what
+    return StoreFileError(f"{what} is not JSON that durable_lite wrote ({type(exc).__name__}: "
+                          f"{exc}): the store's file was damaged or edited by hand. Restore it "
+                          "from a backup; what it holds cannot be trusted.")

@@ -42,7 +42,8 @@ class Store:
         raise NotImplementedError
 
     def discard_entries_from(self, run_id: str, position: int) -> list[Entry]:
-        """Remove checkpoints at `position` and after; return what was removed."""
+        """Remove checkpoints at `position` and after, in one transaction (joining a batch
+        the caller has open); return what was removed, reading nothing else."""
         raise NotImplementedError
 
     # signals

@@ -12,10 +12,13 @@
   connection it inherited: SQLite's locks belong to the process that opened the file, so a
   connection carried across a fork can corrupt it. The child opens its own (see _reopen).
 - A damaged file is refused with StoreFileError naming it, whether the damage shows when
-  the store opens or at the first read that meets it: never a bare sqlite3 error.
+  the store opens or at the first read or write that meets it: never a bare sqlite3 error.
+  A damaged index can hide a run without SQLite noticing, so "no such run" and a refused
+  fenced write are checked against the table itself before they are believed (_check_index).
 """
 
 import contextlib
+import math
 import os
 import sqlite3
 import threading
@@ -39,6 +42,8 @@ _FIELD_TO_COLUMN = {"args_json": "args", "kwargs_json": "kwargs", "result_json":
                     "budget_json": "budget"}
 _ENTRY_COLUMNS = "position, kind, name, occurrence, result, attempts, started_at, ended_at, worker, cost"
 _SELECT_ENTRIES = f"SELECT {_ENTRY_COLUMNS} FROM entries WHERE run_id = ? ORDER BY position"
+_SELECT_ENTRIES_FROM = (f"SELECT {_ENTRY_COLUMNS} FROM entries WHERE run_id = ? AND position >= ? "
+                        "ORDER BY position")
 # One checkpoint, fenced: inserted only while the entry's worker holds the run's lease. The
 # parameters are the run id, the entry's fields (the table's columns, in order), then the
 # run id and the worker again for the fence.
@@ -52,23 +57,46 @@ class SQLiteStore(Store):
     def __init__(self, path, durability: str = "process", timeout: float = 30.0):
         if durability not in _SYNC:
             raise ValueError(f"durability must be 'process' or 'power', not {durability!r}")
+        # How long a write waits for another process's transaction before "database is
+        # locked". SQLite takes whole milliseconds; a negative wait means none at all.
+        if type(timeout) not in (int, float) or not 0 <= timeout < math.inf:
+            raise ValueError(f"timeout must be a finite number of seconds >= 0 (how long a "
+                             f"write waits for another process's); got {timeout!r}")
         self.path = os.fspath(path)
+        if not isinstance(self.path, str):
+            raise TypeError(f"SQLiteStore needs the path of its file as text (a str or a "
+                            f"pathlib.Path), not {path!r}")
+        if self.path in ("", ":memory:"):
+            raise StoreFileError(
+                f"SQLiteStore({path!r}): a SQLiteStore keeps runs in a file, so that they "
+                "outlive the process; give it a file path, such as 'runs.db'. (SQLite reads "
+                f"{path!r} as a private database that vanishes when it is closed: for a store "
+                "in memory, use dl.MemoryStore().)")
         self.durability = durability
         self._timeout = timeout
         self._lock = threading.RLock()
+        self._held = _Held(self)
         self._check_can_write()
+        self._db = None
         try:
             self._check_is_ours_before_writing()
             self._db = self._connect()
             self._migrate()
             self._fold_long_log()
-        except sqlite3.OperationalError as exc:
-            if _damage(exc) is None:
+        except BaseException as exc:
+            if self._db is not None:       # a store that failed to open holds nothing open
+                self._db.close()
+            if isinstance(exc, sqlite3.OperationalError) and _damage(exc) is None:
+                if _busy(exc):
+                    raise StoreFileError(
+                        f"cannot open {self.path} as a store: another connection kept it "
+                        f"locked for longer than timeout={self._timeout} s ({exc}). Try again "
+                        "when its transaction has ended, or give a longer timeout.") from None
                 raise StoreFileError(f"cannot open {self.path} as a store ({exc}); check that "
                                      "the file and its folder exist and are writable") from None
-            raise self._damaged(exc) from None
-        except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
-            raise self._damaged(exc) from None
+            if isinstance(exc, (sqlite3.DatabaseError, UnicodeDecodeError)):
+                raise self._damaged(exc) from None
+            raise
         self._identity = _identity(self.path)
         self._pid = os.getpid()
         _OPEN.add(self)
@@ -81,9 +109,13 @@ class SQLiteStore(Store):
             where, uri = _file_uri(self.path, "mode=rw"), True
         db = sqlite3.connect(where, timeout=self._timeout, isolation_level=None,
                              check_same_thread=False, uri=uri)
-        db.execute(f"PRAGMA busy_timeout = {int(self._timeout * 1000)}")
-        enable_wal(db)
-        db.execute(f"PRAGMA synchronous = {_SYNC[self.durability]}")
+        try:
+            db.execute(f"PRAGMA busy_timeout = {int(self._timeout * 1000)}")
+            enable_wal(db)
+            db.execute(f"PRAGMA synchronous = {_SYNC[self.durability]}")
+        except BaseException:
+            db.close()                 # a connection that failed to set up is not kept open
+            raise
         return db
 
     def _fold_long_log(self):
@@ -120,16 +152,27 @@ class SQLiteStore(Store):
             f"{self.path} is damaged and cannot be read as a durable_lite store "
             f"({type(exc).__name__}: {exc}). Restore it from a backup; nothing was written to it.")
 
-    @contextlib.contextmanager
-    def _reading(self):
-        """A read that meets a damaged page says which file, instead of a bare sqlite3 error."""
-        try:
-            yield
-        except sqlite3.DatabaseError as exc:
-            if isinstance(exc, sqlite3.IntegrityError) or _damage(exc) is None:
-                raise
-            raise StoreFileError(f"{self.path} is damaged: {exc}. Restore it from a backup; "
-                                 "what it holds cannot be trusted.") from None
+    def _damaged_now(self, exc) -> StoreFileError:
+        """A read or write met a damaged page: say which file (see _Held)."""
+        return StoreFileError(f"{self.path} is damaged: {exc}. Restore it from a backup; what "
+                              "it holds cannot be trusted.")
+
+    def _check_index(self, run_id):
+        """After a lookup by run id found nothing, or a fenced write was refused: raise
+        StoreFileError if the runs table and its index disagree about the run (a damaged
+        page can hide a run from the index, and then "no run" or "lease lost" would be the
+        wrong answer). Counted both ways, the slow one without the index: only such a miss
+        pays for it."""
+        with self._held:
+            indexed, = self._db.execute("SELECT COUNT(*) FROM runs WHERE run_id = ?",
+                                        (run_id,)).fetchone()
+            held, = self._db.execute("SELECT COUNT(*) FROM runs NOT INDEXED WHERE run_id = ?",
+                                     (run_id,)).fetchone()
+        if held != indexed:
+            raise StoreFileError(
+                f"{self.path} is damaged: it holds {held} row(s) for run {run_id!r}, but its "
+                f"index of runs finds {indexed}. Restore it from a backup; what it holds cannot "
+                "be trusted.")
 
     def __repr__(self):
         return f"SQLiteStore({os.path.basename(self.path)!r})"
@@ -213,13 +256,13 @@ class SQLiteStore(Store):
             raise
 
     def schema_version(self) -> int:
-        with self._lock:
+        with self._held:
             row = self._db.execute("SELECT value FROM durable_lite_meta WHERE key='schema_version'").fetchone()
         return int(row[0])
 
     @contextlib.contextmanager
     def batch(self):
-        with self._lock:
+        with self._held:
             if self._db.in_transaction:      # an outer batch of this thread: join it
                 yield
                 return
@@ -261,16 +304,19 @@ class SQLiteStore(Store):
     def create_run(self, run: RunRecord):
         values = [getattr(run, f) for f in RunRecord.__slots__]
         try:
-            with self._lock:
+            with self._held:
                 self._db.execute(f"INSERT INTO runs ({', '.join(_RUN_COLUMNS)}) VALUES "
                                  f"({', '.join('?' * len(_RUN_COLUMNS))})", values)
         except sqlite3.IntegrityError:
             raise ValueError(f"run {run.run_id!r} already exists in {self.path}") from None
 
     def get_run(self, run_id):
-        with self._lock, self._reading():
+        with self._held:
             row = self._db.execute(_SELECT_RUN + " WHERE run_id = ?", (run_id,)).fetchone()
-        return None if row is None else RunRecord(*row)
+        if row is None:
+            self._check_index(run_id)        # "no run" only if the file holds none
+            return None
+        return RunRecord(*row)
 
     def update_run(self, run_id, *, owner=None, **fields):
         columns = [_FIELD_TO_COLUMN.get(k, k) for k in fields]
@@ -279,11 +325,14 @@ class SQLiteStore(Store):
         if owner is not None:       # fenced: only the lease holder may change the run
             sql += " AND lease_owner = ?"
             params.append(owner)
-        with self._lock:
+        with self._held:
             changed = self._db.execute(sql, params).rowcount
         if changed == 0:
-            if self.get_run(run_id) is None:
+            record = self.get_run(run_id)
+            if record is None:
                 raise UnknownRunError(f"no run {run_id!r} in {self.path}")
+            if record.lease_owner == owner:       # the same lookup, two answers: an index
+                self._check_index(run_id)
             raise LeaseLostError(f"run {run_id!r}: worker {owner} no longer holds its lease "
                                  f"in {self.path}; another worker took the run over")
 
@@ -292,13 +341,13 @@ class SQLiteStore(Store):
         statuses = list(statuses)
         if statuses:
             sql += f" WHERE status IN ({', '.join('?' * len(statuses))})"
-        with self._lock, self._reading():
+        with self._held:
             rows = self._db.execute(sql + " ORDER BY created_at, run_id", statuses).fetchall()
         return [RunRecord(*row) for row in rows]
 
     # checkpoints ------------------------------------------------------------------------
     def load_entries(self, run_id):
-        with self._lock, self._reading():
+        with self._held:
             rows = self._db.execute(_SELECT_ENTRIES, (run_id,)).fetchall()
         return list(map(Entry.from_row, rows))
 
@@ -311,14 +360,19 @@ class SQLiteStore(Store):
             if not self._position_taken(run_id, entry.position):
                 raise        # a constraint refused the entry itself: not another worker's doing
             inserted = False
+        except sqlite3.DatabaseError as exc:    # (the hot path: no _Held, the same words)
+            if not _is_damage(exc):
+                raise
+            raise self._damaged_now(exc) from None
         if not inserted:
+            self._check_index(run_id)     # a damaged index also refuses: say that instead
             raise LeaseLostError(
                 f"run {run_id!r}: worker {owner} may not record position {entry.position} "
                 f"({entry.label}) in {self.path}: it no longer holds the run's lease, or another "
                 "worker recorded that position first") from None
 
     def _position_taken(self, run_id, position) -> bool:
-        with self._lock:
+        with self._held:
             return self._db.execute("SELECT 1 FROM entries WHERE run_id = ? AND position = ?",
                                     (run_id, position)).fetchone() is not None
 
@@ -326,27 +380,29 @@ class SQLiteStore(Store):
         return self._db.execute(_INSERT_ENTRY, (run_id, *e, run_id, e.worker)).rowcount == 1
 
     def discard_entries_from(self, run_id, position):
-        with self._lock:
-            removed = [e for e in self.load_entries(run_id) if e.position >= position]
+        # Reads only the entries it removes (a failed run's resume discards its last one:
+        # reading the whole run again here would double the cost of that resume).
+        with self.batch():
+            rows = self._db.execute(_SELECT_ENTRIES_FROM, (run_id, position)).fetchall()
             self._db.execute("DELETE FROM entries WHERE run_id = ? AND position >= ?", (run_id, position))
-        return removed
+        return list(map(Entry.from_row, rows))
 
     # signals ----------------------------------------------------------------------------
     def add_signal(self, run_id, name, payload_json, at):
-        with self._lock:
+        with self._held:
             self._db.execute("INSERT INTO signals (run_id, name, payload, sent_at) VALUES (?, ?, ?, ?)",
                              (run_id, name, payload_json, at))
 
     def pending_signal(self, run_id, name, sent_by=None):
         late = "" if sent_by is None else " AND sent_at <= ?"
         params = (run_id, name) if sent_by is None else (run_id, name, sent_by)
-        with self._lock:
+        with self._held:
             return self._db.execute(
                 "SELECT id, payload FROM signals WHERE run_id = ? AND name = ? AND consumed = 0"
                 f"{late} ORDER BY id LIMIT 1", params).fetchone()
 
     def consume_signal_into(self, run_id, signal_id, entry):
-        with self._lock:              # the whole transaction: no other thread's statement inside
+        with self._held:              # the whole transaction: no other thread's statement inside
             self._consume_signal_into(run_id, signal_id, entry)
 
     def _consume_signal_into(self, run_id, signal_id, entry):
@@ -373,14 +429,14 @@ class SQLiteStore(Store):
 
     # leases -----------------------------------------------------------------------------
     def try_lease(self, run_id, owner, until, now, steal_from=None):
-        with self._lock:
+        with self._held:
             return self._db.execute(
                 "UPDATE runs SET lease_owner = ?, lease_expires = ? WHERE run_id = ? AND "
                 "(lease_owner IS NULL OR lease_owner = ? OR lease_owner = ? OR lease_expires < ?)",
                 (owner, until, run_id, owner, steal_from, now)).rowcount == 1
 
     def renew_lease(self, run_id, owner, until):
-        with self._lock:
+        with self._held:
             return self._db.execute(
                 "UPDATE runs SET lease_expires = ? WHERE run_id = ? AND lease_owner = ?",
                 (until, run_id, owner)).rowcount == 1
@@ -388,24 +444,24 @@ class SQLiteStore(Store):
     def renew_leases(self, owner, until):
         # Called from the heartbeat thread: the lock makes it wait for any transaction
         # another thread has open on this connection, instead of landing inside it.
-        with self._lock:
+        with self._held:
             self._db.execute("UPDATE runs SET lease_expires = ? WHERE lease_owner = ?", (until, owner))
 
     def release_lease(self, run_id, owner):
-        with self._lock:
+        with self._held:
             self._db.execute("UPDATE runs SET lease_owner = NULL, lease_expires = NULL "
                              "WHERE run_id = ? AND lease_owner = ?", (run_id, owner))
 
     # events -----------------------------------------------------------------------------
     def add_event(self, e: Event):
-        with self._lock:
+        with self._held:
             self._db.execute(
                 "INSERT INTO events (run_id, at, kind, position, name, worker, detail) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (e.run_id, e.at, e.kind, e.position, e.name, e.worker, e.detail))
 
     def events(self, run_id):
-        with self._lock, self._reading():
+        with self._held:
             rows = self._db.execute(
                 "SELECT run_id, at, kind, position, name, worker, detail, seq FROM events "
                 "WHERE run_id = ? ORDER BY seq", (run_id,)).fetchall()
@@ -416,7 +472,7 @@ class SQLiteStore(Store):
     # first, so the slots and starts it counts cannot change before it takes one, whichever
     # process the other workers run in.
     def save_queue(self, name, limits_json, replace=True):
-        with self._lock:
+        with self._held:
             db = self._db
             if db.execute("SELECT 1 FROM queues WHERE name = ? AND limits = ?",
                           (name, limits_json)).fetchone():
@@ -428,24 +484,24 @@ class SQLiteStore(Store):
                        (name, limits_json))
 
     def queue_limits(self, name):
-        with self._lock:
+        with self._held:
             row = self._db.execute("SELECT limits FROM queues WHERE name = ?", (name,)).fetchone()
         return row and row[0]
 
     def add_to_queue(self, queue, key, run_id, at):
-        with self._lock:
+        with self._held:
             self._db.execute("INSERT INTO queued_runs (queue, key, run_id, enqueued_at, state) "
                              "VALUES (?, ?, ?, ?, 'waiting')", (queue, key, run_id, at))
 
     def settle_queue(self, queue):
-        with self._lock:
+        with self._held:
             self._db.execute(
                 "UPDATE queued_runs SET state = 'done' WHERE queue = ? AND state = 'started' "
                 "AND NOT EXISTS (SELECT 1 FROM runs WHERE runs.run_id = queued_runs.run_id "
                 "AND runs.status IN ('running', 'waiting', 'sleeping'))", (queue,))
 
     def queue_state(self, queue, since=None):
-        with self._lock:
+        with self._held:
             db = self._db
             active = dict(db.execute("SELECT key, COUNT(*) FROM queued_runs WHERE queue = ? AND "
                                      "state = 'started' GROUP BY key", (queue,)))
@@ -489,7 +545,7 @@ class SQLiteStore(Store):
         params = ()
         if queue is not None:
             sql, params = sql + " WHERE queue = ?", (queue,)
-        with self._lock:
+        with self._held:
             rows = self._db.execute(sql + " ORDER BY seq", params).fetchall()
         return [QueuedRun(*row) for row in rows]
 
@@ -512,6 +568,26 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
+class _Held:
+    """`with self._held:` around a store method's statements: the store's lock (so no other
+    thread's statement lands inside them), and a sqlite3 error that says the file is
+    damaged leaves as StoreFileError naming the file, whether a read or a write met it."""
+
+    __slots__ = ("_store",)
+
+    def __init__(self, store):
+        self._store = store
+
+    def __enter__(self):
+        self._store._lock.acquire()
+
+    def __exit__(self, kind, exc, tb):
+        self._store._lock.release()
+        if kind is not None and issubclass(kind, sqlite3.DatabaseError) and _is_damage(exc):
+            raise self._store._damaged_now(exc) from None
+        return False
+
+
 class _Unusable:
     """Stands in for a connection a forked child could not open: every use says why."""
 
@@ -522,10 +598,24 @@ class _Unusable:
         raise self._error
 
 
+def _is_damage(exc) -> bool:
+    """Does this sqlite3 error say the file is damaged? (Not: a constraint, a value too big
+    for SQLite, a busy or locked file; those are answered where they happen.)"""
+    kind = type(exc)
+    if kind is not sqlite3.DatabaseError and kind is not sqlite3.OperationalError:
+        return False
+    return _damage(exc) is not None
+
+
+def _busy(exc) -> bool:
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
+
+
 def _damage(exc):
     """What in a sqlite3 error says the file is damaged (None for a busy or locked file)."""
     text = str(exc).lower()
-    if "locked" in text or "busy" in text:
+    if _busy(exc):
         return None
     if isinstance(exc, sqlite3.OperationalError) and not any(
             w in text for w in ("malformed", "decode", "not a database", "corrupt")):
