@@ -128,6 +128,13 @@ class Ledgers:
         return [{"message_id": f"M-{i}", "to": recipient, "subject": subject}
                 for i, recipient, subject in self._rows(MAIL, sql + " ORDER BY id", params)]
 
+    def closes(self, ticket=None) -> int:
+        """How many times the ticket desk closed a ticket (this one, if given)."""
+        if ticket is None:
+            return self._count(TICKETS, "closes")
+        rows = self._rows(TICKETS, "SELECT COUNT(*) FROM closes WHERE ticket = ?", (ticket,))
+        return rows[0][0] if rows else 0
+
     def model_calls(self) -> int:
         return self._count(MODEL, "calls")
 

@@ -47,6 +47,7 @@ from ..checks import Exercise, Fail, NotAttempted
 from ..child import run_fresh, write_module
 from ..harness import needs_callable, scratch
 from ..ledgers import Ledgers
+from ..plain import plain
 from ..portable import NotPortable, module_source
 
 EXERCISE = Exercise("02_memoize", "A step, memoized in SQLite",
@@ -97,7 +98,7 @@ def _open(open_memo, path):
 def _call(memo_step, db, run_id, name, fn, *args):
     needs_callable(memo_step, "memo_step")
     try:
-        return memo_step(db, run_id, name, fn, *args)
+        return plain(memo_step(db, run_id, name, fn, *args), f"memo_step(db, {run_id!r}, {name!r}, fn)")
     except MustNotRun:
         raise Fail(f"memo_step ran fn for step {name!r} of run {run_id!r} although its result "
                    "was already recorded",
@@ -338,7 +339,7 @@ def _(memo_step, open_memo, draw):
         fresh = _open(open_memo, path)
         fresh.execute("PRAGMA busy_timeout = 200")
         try:
-            got = memo_step(fresh, run, name, must_not_run)
+            got = plain(memo_step(fresh, run, name, must_not_run), "memo_step on a second connection")
         except MustNotRun:
             raise Fail("a second connection to the same file did not find the recorded result: "
                        "it was not committed, so a crash would lose it") from None
@@ -468,7 +469,7 @@ class Fresh:
         if not world.mail(order["email"]):
             raise Fail(f"{what}: no email went to the customer of {self.order_id!r} "
                        f"({order['email']})", "email the address the lookup step returned")
-        if not world.world.tickets.is_closed(order["ticket"]):
+        if not world.closes(order["ticket"]):
             raise Fail(f"{what}: the ticket of {self.order_id!r} ({order['ticket']}) was not "
                        "closed", "close the ticket the lookup step returned")
 

@@ -62,6 +62,7 @@ from ...workflow import workflow
 from ..checks import Exercise, Fail, NotAttempted
 from ..harness import START, needs_callable, needs_workflow, scratch
 from ..ledgers import Ledgers
+from ..plain import plain
 
 EXERCISE = Exercise("08_budgets", "A budget that survives the resume",
                     lesson="notebooks/08_budgets_that_survive.ipynb")
@@ -154,17 +155,17 @@ class Platform:
             raise Fail("start_agent returned None; it should return the Run it started or "
                        "continued", "a function without a `return` line returns None: return "
                        "what the engine gives back")
-        if not isinstance(run, Run):
+        if type(run) is not Run:
             raise Fail(f"start_agent returned {type(run).__name__} {run!r:.80}; it should "
                        "return the Run it started or continued",
                        "return what the engine gives back, not a part of it")
         if run.error and "NotImplementedError" in run.error:
             raise NotAttempted("the agent still raises NotImplementedError")
-        if run.run_id != run_id:
+        if plain(run.run_id, "the returned run's run_id") != run_id:
             raise Fail(f"start_agent(engine, agent, folder, {run_id!r}) returned run "
                        f"{run.run_id!r}: every worker must start or continue the run it is "
                        "given", "use the run_id start_agent is called with")
-        return run
+        return engine.get(run_id)        # as the store has it, not as the answer said
 
 
 def _namespaces(fn):
