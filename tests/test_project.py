@@ -225,6 +225,93 @@ def test_the_readme_shows_the_two_commands_and_the_makefile_has_them():
     assert "pip install" in makefile and "[test]" in makefile
 
 
+# the README and the documents it links -----------------------------------------------------
+# Issue "What a learner sees, round 2": a newcomer met a 31,000-character manual. The README
+# keeps what a learner needs first; the workshop plan, grading, the package and maintenance
+# live in docs/, each checked where it now stands (the plan by tests/test_lessons.py).
+README_LIMIT = 10_000
+FENCE = re.compile(r"^```.*?^```", re.M | re.S)
+
+
+def documents():
+    """README.md and every page in docs/, as paths relative to the repository."""
+    docs = sorted(n for n in os.listdir(os.path.join(ROOT, "docs")) if n.endswith(".md"))
+    return ["README.md"] + [f"docs/{n}" for n in docs]
+
+
+def prose(name):
+    """A document without its fenced code blocks (a `# comment` there is no heading)."""
+    return FENCE.sub("", read(name))
+
+
+def anchors(name):
+    """The fragments GitHub gives the headings of a markdown file."""
+    seen, out = {}, set()
+    for title in re.findall(r"^#{1,6}\s+(.+?)\s*#*$", prose(name), re.M):
+        slug = re.sub(r"[^\w\- ]", "", title.strip().lower()).replace(" ", "-")
+        count = seen.get(slug, 0)
+        seen[slug] = count + 1
+        out.add(slug if count == 0 else f"{slug}-{count}")
+    return out
+
+
+def relative_links(name):
+    """[(target file relative to the repository, fragment or None)] of a document's links,
+    web links left out."""
+    out = []
+    for target in re.findall(r"\]\(([^)\s]+)\)", prose(name)):
+        if re.match(r"[a-z]+:", target):
+            continue
+        path, _, fragment = target.partition("#")
+        where = os.path.normpath(os.path.join(os.path.dirname(name), path)) if path else name
+        out.append((where, fragment or None))
+    return out
+
+
+def test_the_readme_stays_short():
+    size = len(read("README.md"))
+    assert size < README_LIMIT, (
+        f"README.md has {size} characters: keep it to what a learner needs first, and put the "
+        f"rest in a page under docs/ that it links")
+
+
+@pytest.mark.parametrize("name", documents())
+def test_every_relative_link_in_the_readme_and_docs_leads_somewhere(name):
+    """Each link leads to a file of the repository; a #fragment into a markdown file names one
+    of its headings."""
+    broken = []
+    for where, fragment in relative_links(name):
+        if where.startswith("..") or not os.path.exists(os.path.join(ROOT, where)):
+            broken.append(f"{where} (no such file)")
+        elif fragment and where.endswith(".md") and fragment not in anchors(where):
+            broken.append(f"{where}#{fragment} (no such heading)")
+    assert not broken, f"{name} links to: {broken}"
+
+
+def test_the_link_check_catches_a_missing_file_and_a_missing_heading():
+    assert "which-python" in anchors("README.md")
+    assert "your-work-lives-in-my_work" in anchors("README.md")
+    assert "how-grading-works-and-what-it-cant-stop" in anchors("docs/grading.md")
+    assert "no-such-heading" not in anchors("README.md")
+    assert ("docs/workshop.md", "where-the-figures-come-from") in relative_links("README.md")
+    assert ("README.md", "which-python") in relative_links("docs/setup.md")
+
+
+def test_the_readme_links_every_page_in_docs():
+    linked = {where for where, _ in relative_links("README.md")}
+    orphans = [name for name in documents()[1:] if name not in linked]
+    assert not orphans, f"no link from README.md to {orphans}"
+
+
+def test_every_make_command_the_readme_and_docs_name_is_a_target():
+    targets = set(re.findall(r"^([a-z][\w-]*):", read("Makefile"), re.M))
+    named = {(name, command) for name in documents()
+             for command in re.findall(r"(?:`|^)make ([a-z][\w-]*)", read(name), re.M)}
+    assert {command for _, command in named} >= {"lab", "test", "grade", "report"}
+    missing = sorted((name, command) for name, command in named if command not in targets)
+    assert not missing, f"named but not in the Makefile: {missing}"
+
+
 def test_the_core_package_has_no_dependencies():
     assert pyproject()["project"]["dependencies"] == []
 

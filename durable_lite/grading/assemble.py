@@ -14,7 +14,7 @@ and written again still counts. An answer that cannot be found is graded as the 
 Each check cell becomes a grading step (the grader's tests, run in the kernel after the
 learner's code above it), and each answer is scanned for references to the grading
 machinery or the kernel's internals: legal Python that no answer to these exercises needs,
-and that an instructor should look at (see README: what grading cannot stop).
+and that an instructor should look at (see docs/grading.md: what grading cannot stop).
 """
 
 import ast

@@ -24,7 +24,7 @@ saying how much was cut, and the grader's memory as it was.
 What a sandbox does not do: it is not a container. Notebooks graded at the same moment run
 as the same user, so one that goes looking for another's temporary folder while both run
 could disturb it (grade with `--jobs 1` to rule that out). The shared files a notebook could
-change to reach a later one are the guard's (guard.py). The README says so.
+change to reach a later one are the guard's (guard.py). docs/grading.md says so.
 """
 
 import os

@@ -32,7 +32,7 @@ The watch sees only the kernel's own process (what a process the answer starts d
 job of guard.py and reaper.py), and not everything in it: a signal handler receives the
 frame it interrupts with no audited event, and a thread — or a replaced function that puts
 the original back before the next checkpoint — can change the grading code between two
-looks. README: "How grading works and what it can't stop".
+looks. docs/grading.md: "How grading works and what it can't stop".
 """
 
 import os
