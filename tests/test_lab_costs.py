@@ -212,6 +212,22 @@ def test_model_check_marks_each_cell_and_goes_stale_when_an_answer_changes():
     assert m.is_right("thumbnail batch", "long") is False and m.is_right("refund", "long")
 
 
+def test_a_check_marks_only_the_cells_answered_and_keeps_the_key_until_all_are():
+    # pressing Check with nothing answered marked all 15 cells and showed the whole key
+    m = decision_table.DecisionTableModel()
+    assert m.check() == [] and not m.complete
+    assert all(m.is_right(w.name, r) is None for w in costs.EXAMPLES for r in costs.REASONS)
+    assert m.summary().startswith("nothing answered yet")
+    right = KEY["refund"]["irreversible"]
+    m.set("refund", "irreversible", right).set("refund", "long", not KEY["refund"]["long"])
+    (miss,) = m.check()
+    assert (miss.workload, miss.reason) == ("refund", "long") and not m.complete
+    assert m.is_right("refund", "irreversible") and m.is_right("refund", "waits") is None
+    assert m.summary() == ("1 of the 2 cells answered are right; 13 still to answer "
+                           "(the key shows once all are)")
+    assert decision_table.DecisionTableModel().fill(KEY).check() == []
+
+
 def test_model_refuses_what_is_not_in_the_table():
     m = decision_table.DecisionTableModel()
     with pytest.raises(KeyError, match="no workload"):
@@ -290,10 +306,20 @@ def test_widget_colours_by_class_never_by_button_style(table):
                for t in table.toggles.values())
 
 
-def test_widget_shows_the_key_only_after_a_check(table):
+def test_widget_shows_the_key_only_after_a_check_of_every_cell(table):
     assert table.key.value == ""                                           # nothing to spoil
+    table.check_button.click()                         # nothing answered: nothing marked
+    assert table.key.value == "" and table.why.value == ""
+    assert "nothing answered yet" in table.status.value
+    assert not any(table.state(w.name, r) for w in costs.EXAMPLES for r in costs.REASONS)
     table.toggles["refund", "long"].value = True
-    assert table.key.value == ""
+    table.check_button.click()                         # one answered: that one marked only
+    assert table.key.value == "" and table.state("refund", "long") is not None
+    assert table.state("refund", "waits") is None
+    for workload in costs.EXAMPLES:
+        for reason in costs.REASONS:
+            table.toggles[workload.name, reason].value = KEY[workload.name][reason]
+    table.toggles["refund", "long"].value = True
     table.check_button.click()
     for workload in costs.EXAMPLES:
         assert workload.name in table.key.value

@@ -61,22 +61,35 @@ class DecisionTableModel:
         return None if None in row.values() else costs.verdict(row)
 
     def check(self) -> List[costs.Mismatch]:
-        self.mismatches = costs.check_table(self.answers, self.workloads)
+        """Mark the cells answered so far. A cell not answered yet is not marked, and its
+        right answer is not shown: a Check pressed early must not give the key away."""
+        self.mismatches = [m for m in costs.check_table(self.answers, self.workloads)
+                           if self.answers[m.workload][m.reason] is not None]
         return self.mismatches
 
     def is_right(self, workload: str, reason: str) -> Optional[bool]:
-        """After a check: was this cell right? (None before a check.)"""
-        if self.mismatches is None:
+        """After a check: was this cell right? (None before a check, or not answered.)"""
+        if self.mismatches is None or self.answers[workload][reason] is None:
             return None
         return not any(m.workload == workload and m.reason == reason for m in self.mismatches)
 
     @property
     def right(self) -> Optional[int]:
-        return None if self.mismatches is None else self.cells - len(self.mismatches)
+        return None if self.mismatches is None else self.answered - len(self.mismatches)
+
+    @property
+    def complete(self) -> bool:
+        """Every cell answered and checked: the key may be shown."""
+        return self.mismatches is not None and self.answered == self.cells
 
     def summary(self) -> str:
         if self.mismatches is None:
             return f"{self.answered} of {self.cells} cells answered; press Check when done"
+        if not self.answered:
+            return "nothing answered yet: choose yes or no in a cell, then press Check"
+        if self.answered < self.cells:
+            return (f"{self.right} of the {self.answered} cells answered are right; "
+                    f"{self.cells - self.answered} still to answer (the key shows once all are)")
         if not self.mismatches:
             return f"all {self.cells} cells right"
         return f"{self.right} of {self.cells} cells right"
@@ -284,7 +297,7 @@ class DecisionTable:
         self.why.value = "".join(
             f"<div>✗ <b>{html.escape(x.workload)}</b>, {html.escape(QUESTIONS[x.reason])} "
             f"{'yes' if x.expected else 'no'}: {html.escape(x.why)}</div>" for x in wrong)
-        self.key.value = "" if m.mismatches is None else key_html(m.workloads)
+        self.key.value = key_html(m.workloads) if m.complete else ""
 
     def _repr_mimebundle_(self, **kwargs):
         bundle = self.panel._repr_mimebundle_(**kwargs)

@@ -57,6 +57,11 @@ def test_the_decision_table_colours_each_check_at_once_and_keeps_its_columns(
     table = notebook.page.locator(".dl-decision-table").first
     notebook.focus = table
     expect(table.locator(".dl-key")).to_have_text("")                # no key before a check
+    table.locator("button.dl-check").click()          # Check with nothing answered: no key,
+    notebook.settle()                                  # no cell marked, a word on what to do
+    expect(table.locator(".dl-status")).to_contain_text("nothing answered yet")
+    expect(table.locator(".dl-key")).to_have_text("")
+    assert table.locator(".dl-right, .dl-wrong").count() == 0
     for width in WIDTHS:                  # one Run All, then the same table narrower
         resize(notebook, width)
         table.scroll_into_view_if_needed()
