@@ -290,6 +290,16 @@ def test_unreadable_and_unknown_notebooks_are_reported_not_raised(tmp_path):
     nbformat.write(nb, stranger)
     score = grade_notebook(stranger)
     assert score.exercise is None and "not one of the exercises" in score.note
+    assert score.report() == f"{stranger}  ({score.note})"       # one line, no empty table
+
+
+def test_the_crash_playground_is_named_not_scored():
+    # make grade grades my_work/*.ipynb, which holds the playground too
+    score = grade_notebook(ROOT / "notebooks" / "crash_playground.ipynb")
+    assert score.exercise is None and score.total == 0
+    assert score.report().endswith("(the crash playground is yours to experiment in: nothing "
+                                   "to grade)")
+    assert "unknown exercise" not in score.report()
 
 
 def test_command_line_prints_json_for_instructors():

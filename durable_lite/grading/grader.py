@@ -50,6 +50,7 @@ NOT_CHECKED, TAMPERED = "not checked", "tampered"
 DEFAULT_TIMEOUT = 180.0          # seconds for a whole notebook
 CELL_TIME_LIMIT = 30.0           # seconds for one answer or given cell
 TEST_TIME_LIMIT = 20.0           # seconds for one test of a question
+PLAYGROUND = "crash_playground"  # make lab copies it into my_work/ beside the exercises
 
 
 @dataclass
@@ -92,6 +93,8 @@ class NotebookScore:
                 "questions": self.questions}
 
     def report(self) -> str:
+        if self.exercise is None and not self.questions:     # the playground, or a stray file
+            return f"{self.path}  ({self.note})"
         name = self.exercise or "unknown exercise"
         seed = f", cases seed {self.seed}" if self.seed is not None else ""
         lines = [f"{self.path}  ({name}, {self.seconds:.1f} s{seed})"]
@@ -176,8 +179,9 @@ def grade_notebook(path, timeout: float = DEFAULT_TIMEOUT, seed: Optional[int] =
         return score
     score.exercise = exercise_id_of(nb, path)
     if score.exercise is None:
-        score.note = ("this notebook is not one of the exercises "
-                      f"({', '.join(EXERCISES)}); nothing to score")
+        score.note = ("the crash playground is yours to experiment in: nothing to grade"
+                      if path.stem.startswith(PLAYGROUND) else
+                      f"not one of the exercises ({', '.join(EXERCISES)}): nothing to grade")
         score.seconds = time.monotonic() - started
         return score
     ex = exercise(score.exercise)
