@@ -174,3 +174,87 @@ def test_the_lessons_helpers_load_no_plotting_or_engine_at_import():
             "assert not loaded, loaded\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+# what a learner sees (issue "What a learner sees, round 2") ------------------------------------
+# JupyterLab at 1100 x 800: the output area is 668 px wide with the file browser open, 920 px
+# with it closed (measured in Chromium). An output wider than that is shrunk or scrolled.
+OUTPUT_AREA_PX = 668
+
+
+def _lesson_cells():
+    with open(LESSON, encoding="utf-8") as f:
+        return json.load(f)["cells"]
+
+
+def test_the_crash_table_names_the_mode_of_every_langgraph_column():
+    from durable_lite.engines import crash_table as ct
+    assert ct.LANGGRAPH_COLUMNS["LangGraph"] == "sync"
+    labels = [ct.label(column) for column in ct.COLUMNS]
+    assert labels[3:] == ["LangGraph (sync)", "LangGraph (async)", "LangGraph (exit)"]
+    assert list(ct.committed().frame().columns) == labels
+
+
+def test_the_heat_map_marks_only_cells_whose_counts_differ_and_fits_the_output_area():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+    from matplotlib.text import Text
+
+    import durable_lite as dl
+    from durable_lite.engines import crash_table as ct
+    table = ct.committed()
+    shown = table.shown_differences()
+    # under "exit" every run starts over (differences()), but keys leave 7 of 12 cells at
+    # durable_lite's counts: those carry no mark
+    assert {col for _, col, _ in shown} == {"LangGraph (exit)"}
+    assert len(shown) == 5 < len([d for d in table.differences() if d[1] == "LangGraph (exit)"])
+    for case, column, effects in shown:
+        base, cell = table.cell(case, "durable_lite"), table.cell(case, column)
+        assert effects and all(cell[ct.COUNTED[e]] != base[ct.COUNTED[e]] for e in effects)
+    fig = dl.lab.crash_heat_map(table)
+    try:
+        ax = fig.axes[0]
+        assert len([p for p in ax.patches if isinstance(p, Rectangle)]) == len(shown)
+        texts = [t.get_text() for t in ax.texts]
+        assert texts.count(ct.KNOWN["LangGraph (exit)"].short) == len(shown)
+        assert [t.get_text() for t in ax.get_xticklabels()][3] == "LangGraph\n(sync)"
+        assert ax.get_title().startswith(table.finding())
+        fig.canvas.draw()
+        dpi = fig.dpi
+        assert fig.get_figwidth() * dpi <= OUTPUT_AREA_PX
+        sizes = [t.get_fontsize() for t in fig.findobj(Text) if t.get_text().strip()]
+        assert min(sizes) * dpi / 72 >= 9, min(sizes)        # in px, shown at full size
+    finally:
+        plt.close(fig)
+    (png,) = [o["data"]["image/png"] for c in _lesson_cells() if "crash_heat_map" in "".join(c["source"])
+              for o in c.get("outputs", []) if "image/png" in o.get("data", {})]
+    import base64
+    import struct
+    width, height = struct.unpack(">II", base64.b64decode(png)[16:24])
+    assert width <= OUTPUT_AREA_PX, f"the saved heat map is {width} px wide"
+
+
+def test_the_port_and_decision_tables_wrap_to_the_output_area_left_aligned():
+    from html import escape
+
+    from durable_lite.engines import concepts
+    from durable_lite.lab import four_engines
+    port = four_engines.port_table()
+    html = port._repr_html_()
+    assert "width:100%" in html and "table-layout:fixed" in html
+    cells = re.findall(r"<t[hd] style='([^']*)'", html)
+    assert len(cells) == (len(concepts.ENGINE_PORT) + 1) * (len(concepts.ENGINE_COLUMNS) + 2)
+    assert all("text-align:left" in c and "overflow-wrap:break-word" in c for c in cells)
+    for row in concepts.ENGINE_PORT:
+        assert escape(row.stays) in html
+        assert all(escape(line) in html for _, line, _ in row.lines)
+    assert "what does not change" in html
+    assert repr(port) == concepts.engine_port_table().set_index("concept").to_string()
+    widths = [float(w) for w in re.findall(r"<col style='width:([\d.]+)%'>", html)]
+    assert len(widths) == len(concepts.ENGINE_COLUMNS) + 2 and abs(sum(widths) - 100) < 0.5
+    saved = {"".join(c["source"]): c for c in _lesson_cells() if c["cell_type"] == "code"}
+    for source in ("four_engines.port_table()", "four_engines.choosing_table()"):
+        (output,) = saved[source]["outputs"]
+        assert "table-layout:fixed" in "".join(output["data"]["text/html"]), source
