@@ -67,6 +67,8 @@ LONGEST_FIRST = (
     "tests/test_temporal_differences.py", "tests/test_langgraph_durability.py",
     "tests/test_grading_alternatives.py", "tests/test_lesson_15_scenes.py",
     "tests/test_dbos_two_machines.py", "tests/test_parity_refund_sweep.py",
+    "tests/test_grading_round4_honest.py", "tests/test_grading_round4_12_15.py",
+    "tests/test_grading_round4_04_07.py", "tests/test_grading_round4_02_05.py",
 )
 
 
