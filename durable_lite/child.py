@@ -12,6 +12,10 @@ nothing; the next `run_in_child(..., resume=True)` is the fresh process that car
     killed.killed                      # True: no report, no cleanup
     run_in_child("runs.db", "durable_lite.examples", "refund", run_id="r-1", resume=True).run
 
+A child dies with the process that started it: on Linux it asks the system for SIGKILL
+when its parent ends (PR_SET_PDEATHSIG), so a notebook kernel killed while a child runs
+(a workflow stuck in a loop, say) leaves no child running on.
+
 This module sits above the engine; `durable_lite.faults` (which the engine imports) only
 names it, so the package has no import cycle.
 """
@@ -67,7 +71,7 @@ def run_in_child(store_path, workflow_module: str, workflow_name: str, *args,
     """
     spec = {"store": os.fspath(store_path), "module": workflow_module, "workflow": workflow_name,
             "args": list(args), "kwargs": kwargs, "run_id": run_id, "resume": resume,
-            "options": dict(engine_options or {}),
+            "options": dict(engine_options or {}), "parent": os.getpid(),
             "crash_at": None if crash_at is None else
             {"step": crash_at.step, "when": crash_at.when, "occurrence": crash_at.occurrence}}
     env = dict(os.environ)
@@ -126,6 +130,8 @@ def _child_main(spec_json: str):
     from .workflow import latest
 
     spec = json.loads(spec_json)
+    if spec.get("parent"):
+        _die_with_parent(spec["parent"])
     options = spec.get("options", {})
     importlib.import_module(spec["module"])
     crash = spec["crash_at"]
@@ -159,6 +165,21 @@ def _child_main(spec_json: str):
     if clock is not None:
         report["clock"] = clock.t
     print("RUN " + json.dumps(report))
+
+
+def _die_with_parent(parent: int) -> None:
+    """Linux: SIGKILL this process when the thread that started it ends. That thread waits
+    in run_in_child until the child ends, so only the end of the whole parent fires it.
+    Elsewhere (or without prctl) nothing: run_in_child's own timeout still applies."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))   # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:               # the parent ended before we asked: go now
+        os._exit(1)
 
 
 if __name__ == "__main__":

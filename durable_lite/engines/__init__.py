@@ -29,6 +29,8 @@ wheel load only when a module below that needs them is imported. Install them wi
     killed_waiting       the same for a workflow that waits for a reply, on durable_lite,
                          Temporal and LangGraph (exercise 15's checks)
     renewal_durable_lite the workflow exercise 15 ports to Temporal and LangGraph
+    watchdog             what outlives a killed kernel: ends its servers and workers,
+                         deletes their folders
 """
 
 EXTRA = "pip install 'durable-lite[engines]'"

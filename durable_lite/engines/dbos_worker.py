@@ -19,14 +19,16 @@ fraction of a second instead of paying DBOS's import each time. Workers send the
 output to a log file, never to the notebook. As with any multiprocessing code, a script
 that starts workers must do so under `if __name__ == "__main__":` (notebooks and pytest
 need nothing).
+
+A worker ends the moment the process that started it ends, however it ends (it watches a
+pipe from that process), and its folder goes then too: at a normal exit by this process's
+hand, after a kill by its watchdog's (watchdog.py).
 """
 
-import atexit
 import functools
 import importlib
 import json
 import os
-import shutil
 import signal
 import sys
 import tempfile
@@ -36,7 +38,7 @@ from dataclasses import dataclass
 from dbos import DBOS, SetWorkflowID
 
 from ..faults import CrashAt
-from . import dbos_faults, dbos_support, forked
+from . import dbos_faults, dbos_support, forked, watchdog
 from . import refund_dbos, research_dbos  # noqa: F401  (registered before any launch)
 
 PACKAGE = __name__.rsplit(".", 1)[0]
@@ -151,7 +153,7 @@ def start_worker(url, executor_id, *, start=(), fork=(), wait_for=(), crash=None
     timeout:  seconds to wait for each workflow before reporting it unfinished
     """
     folder = tempfile.mkdtemp(prefix=f"dl-worker-{executor_id}-")
-    atexit.register(shutil.rmtree, folder, True)
+    guard = watchdog.watch(folder, ending="KILL")      # it and its folder end with us
     spec = {"url": url, "executor_id": executor_id, "folder": folder,
             "start": [list(s) for s in start], "fork": [list(f) for f in fork],
             "wait_for": list(wait_for), "settings": dict(settings or {}),
@@ -160,7 +162,7 @@ def start_worker(url, executor_id, *, start=(), fork=(), wait_for=(), crash=None
             "linger": linger, "queue": queue, "timeout": timeout, "imports": list(imports),
             "python_path": [os.fspath(p) for p in python_path]}
     process = _context().Process(target=_main, args=(spec,), name=f"dbos-{executor_id}")
-    return Worker(forked.start(process), folder, executor_id)
+    return Worker(forked.start(process, guard), folder, executor_id)
 
 
 def warm_up():
@@ -178,6 +180,7 @@ def _context():
 
 # the worker's side -------------------------------------------------------------------------
 def _main(spec):
+    watchdog.exit_with_parent()   # ends the moment the process that started it ends
     folder = spec["folder"]
     log = os.open(os.path.join(folder, "worker.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND)
     os.dup2(log, 1)               # nothing a worker prints may reach a notebook cell

@@ -21,6 +21,12 @@ child to end watches its sentinel, which reads nothing, before it takes the lock
     child.join(120)              # None: still running
     child.exitcode               # -9: it was killed
 
+Neither the fork server nor multiprocessing ends a child when the process that asked for
+it dies, and the fork server keeps its socket in a folder of the temporary folder that
+only a normal exit removes. So `start` hands the child to a watchdog guard (watchdog.py),
+the child calls watchdog.exit_with_parent() first thing, and multiprocessing's folder is
+watched too: after a SIGKILL nothing of theirs is left.
+
 A Python has one fork server, and what it imports ahead (its preload) is fixed when it
 starts. context() has it preload every engine's worker module this process has imported
 by then, not only the first one asked for: a process that uses both engines (a test
@@ -32,6 +38,8 @@ import multiprocessing
 import multiprocessing.connection
 import sys
 import threading
+
+from . import watchdog
 
 _STATUS = threading.Lock()      # held by every start and every status read
 WORKER_MODULES = ("durable_lite.engines.dbos_worker", "durable_lite.engines.langgraph_worker")
@@ -83,8 +91,25 @@ class Child:
             return self._process.exitcode
 
 
-def start(process) -> Child:
-    """Start a multiprocessing Process (not started yet) under the lock."""
+def start(process, guard=None) -> Child:
+    """Start a multiprocessing Process (not started yet) under the lock; with a watchdog
+    `guard`, the process ends with this one, however this one ends."""
     with _STATUS:
+        _watch_multiprocessing_folder()
         process.start()
+    if guard is not None:
+        guard.add(process.pid)
     return Child(process)
+
+
+_watched = []
+
+
+def _watch_multiprocessing_folder():
+    """multiprocessing's own temporary folder (the fork server's socket is in it) goes at a
+    normal exit by multiprocessing's hand, after a kill by the watchdog's."""
+    from multiprocessing import util
+    folder = util.get_temp_dir()
+    if folder not in _watched:
+        _watched.append(folder)
+        watchdog.watch(folder, at_exit=False)

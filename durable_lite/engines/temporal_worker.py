@@ -20,14 +20,16 @@ It can crash itself at a crash point (`crash`, SIGKILL from inside) or stop at o
 wait to be killed from outside (`hold`). Its output goes to a log file, never to a
 notebook. It ends with os._exit: the SDK's native threads sometimes abort an interpreter
 that shuts down normally after a worker ran.
+
+A worker ends with the process that started it, however that one ends, and its folder goes
+with it (watchdog.py: the watchdog, or this process's exit, SIGKILLs it and deletes the
+folder; on Linux one started from the main thread also gets SIGTERM from the system).
 """
 
 import asyncio
-import atexit
 import importlib
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -37,7 +39,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 from ..faults import CrashAt
-from .temporal_server import _dies_with_this_thread
+from . import watchdog
 
 TASK_QUEUE = "durable-lite-course"
 # How long the server waits for a workflow task it handed to a worker before it gives the
@@ -167,7 +169,7 @@ def start_worker(address, name, *, task_queue=TASK_QUEUE, start=(), wait_for=(),
               workflow class costs the worker a sandbox check when it starts)
     """
     folder = tempfile.mkdtemp(prefix=f"dl-tworker-{name}-")
-    atexit.register(shutil.rmtree, folder, True)
+    guard = watchdog.watch(folder, ending="KILL")      # it and its folder end with us
     spec = {"address": address, "name": name, "task_queue": task_queue, "folder": folder,
             "start": [list(s) for s in start], "wait_for": list(wait_for),
             "crash": None if crash is None else [crash.step, crash.when],
@@ -182,9 +184,11 @@ def start_worker(address, name, *, task_queue=TASK_QUEUE, start=(), wait_for=(),
         process = subprocess.Popen(
             [sys.executable, "-m", "durable_lite.engines.temporal_worker", folder],
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-            env={**os.environ, **env} if env else None, preexec_fn=_dies_with_this_thread())
+            env={**os.environ, **env} if env else None,
+            preexec_fn=watchdog.dies_with_this_thread())
     finally:
         log.close()
+    guard.add(process.pid)
     return Worker(process, folder, name)
 
 
