@@ -56,7 +56,8 @@ def uses_engines(notebook: Path) -> bool:
 # one worker would run a three-minute file while the others sit idle. Order only: no test
 # depends on it, and a file missing from the list keeps its place after them.
 LONGEST_FIRST = (
-    "tests/test_grading_15.py", "tests/test_grading.py", "tests/test_grading_14.py",
+    "tests/test_grading_15.py", "tests/test_grading_every_notebook.py", "tests/test_grading.py",
+    "tests/test_grading_14.py",
     "tests/test_grading_report.py", "tests/browser/test_widgets_in_browser.py",
     "tests/test_my_work.py", "tests/browser/test_saving.py",
     "tests/browser/test_widget_details.py", "tests/test_grading_09.py",

@@ -31,6 +31,18 @@ def failing_tests(score, qid):
     return [t["name"] for t in score.question(qid)["tests"] if t["status"] != "passed"]
 
 
+def check_outputs(score):
+    """The text printed by every check(...) cell, and whether any of them raised."""
+    texts, errors = [], []
+    for cell in score.notebook.cells:
+        if cell.cell_type == "code" and cell.source.startswith("check("):
+            for out in cell.outputs:
+                if out.output_type == "error":
+                    errors.append(cell.source)
+                texts.append(out.get("text", ""))
+    return "".join(texts), errors
+
+
 def with_code(name, marker, new_source, tmp_path):
     """A copy of solution `name` whose one cell containing `marker` holds `new_source`."""
     return learner(name, tmp_path, start="solutions", cells={marker: new_source})
