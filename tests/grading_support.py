@@ -43,6 +43,18 @@ def check_outputs(score):
     return "".join(texts), errors
 
 
+def report_with_failures(score) -> str:
+    """The score's report, then every test that did not pass with its whole message: the
+    report names only a question's first failure, and a failure seen once on a busy machine
+    must be told apart from the next."""
+    lines = [score.report()]
+    for q in score.questions:
+        for t in q["tests"]:
+            if t["status"] != "passed":
+                lines.append(f"{q['question']} · {t['name']}: {t['status']}: {t['message']}")
+    return "\n".join(lines)
+
+
 def with_code(name, marker, new_source, tmp_path):
     """A copy of solution `name` whose one cell containing `marker` holds `new_source`."""
     return learner(name, tmp_path, start="solutions", cells={marker: new_source})

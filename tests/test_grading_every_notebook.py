@@ -9,7 +9,7 @@ import pytest
 from durable_lite.grading import exercise
 from durable_lite.grading.grader import grade_notebook
 
-from grading_support import ROOT, check_outputs, needs_exercise, statuses
+from grading_support import ROOT, check_outputs, needs_exercise, report_with_failures, statuses
 
 NAMES = sorted(p.stem for p in (ROOT / "solutions").glob("*.ipynb"))
 # Questions whose exercise starts from code to fix, not from stubs: untouched, they are failed.
@@ -23,7 +23,7 @@ def test_every_solution_scores_full_marks(name):
     score = grade_notebook(ROOT / "solutions" / f"{name}.ipynb")
     assert score.note is None and score.notes == [] and not score.tampered, score.report()
     assert score.total == sum(len(q.tests) for q in exercise(name).questions.values())
-    assert score.passed == score.total, score.report()
+    assert score.passed == score.total, report_with_failures(score)
     assert set(statuses(score).values()) == {"passed"}
     assert all(q["flags"] == [] for q in score.questions)
 
