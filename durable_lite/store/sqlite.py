@@ -207,9 +207,10 @@ class SQLiteStore(Store):
                                  f"of a file in it, e.g. {os.path.join(self.path, 'runs.db')}")
         if not os.path.exists(self.path) or os.path.getsize(self.path) == 0:
             return
-        with open(self.path, "rb") as f:
-            if f.read(16) != b"SQLite format 3\x00":
-                raise StoreFileError(f"{self.path} is not a SQLite database, so not a durable_lite store")
+        # Only SQLite itself opens the file while it may be in use. Closing a descriptor of
+        # our own would drop every POSIX lock this process's SQLite connections hold on it
+        # (locks belong to the process, not the descriptor): another process would then see
+        # no reader, fold the log into the file and delete it under our open connections.
         probe = sqlite3.connect(_read_only_uri(self.path), uri=True)
         try:
             tables = {r[0] for r in probe.execute("SELECT name FROM sqlite_master WHERE type='table'")}
@@ -221,6 +222,9 @@ class SQLiteStore(Store):
                     f"(its tables: {', '.join(sorted(tables))}); it was left untouched")
             meta = dict(probe.execute("SELECT key, value FROM durable_lite_meta"))
         except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
+            if not _has_sqlite_header(self.path):   # SQLite cannot read it: nothing else is
+                raise StoreFileError(f"{self.path} is not a SQLite database, so not a "
+                                     "durable_lite store") from None
             raise self._damaged(exc) from None
         finally:
             probe.close()
@@ -642,6 +646,14 @@ def _schema_version(raw, path) -> int:
             "the file is damaged or was edited by hand. Restore it from a backup; it was left "
             "untouched.")
     return int(raw)
+
+
+def _has_sqlite_header(path) -> bool:
+    """Whether the file begins as every SQLite database does. Read with a descriptor of its
+    own, so only where SQLite has already failed to read the file (see the note in
+    _check_is_ours_before_writing)."""
+    with open(path, "rb") as f:
+        return f.read(16) == b"SQLite format 3\x00"
 
 
 def _read_only_uri(path):
