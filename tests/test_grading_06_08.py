@@ -297,4 +297,5 @@ def test_08_resuming_an_existing_run_instead_of_starting_it_passes():
             return engine.start(agent, folder, "goal", run_id=run_id,
                                 budget=dl.Budget(max_steps=MAX_STEPS))     # noqa: F821
 
-    assert run("08_budgets", "q2", start_agent).status == checks.PASSED
+    result = run("08_budgets", "q2", start_agent)
+    assert result.status == checks.PASSED, [t.message for t in result.tests]

@@ -14,8 +14,10 @@ drawn price reached it). Here, for each property the check modules' docstrings n
 Also the smaller items: exercise 08 q1's hint for dollars rounded to nothing, and its stub.
 """
 
+import contextlib
 import math
 import operator
+import os
 import re
 from decimal import Decimal, localcontext
 from fractions import Fraction
@@ -473,6 +475,49 @@ def start_or_resume(engine, agent, folder, run_id):
 def test_08_q2_right_answers_written_other_ways_pass(answer):
     passes("08_budgets", "q2", answer, seeds=(1,))
     assert MAX_STEPS == 200                         # the check put the notebook's value back
+
+
+# 08 q2: the workers of "a worker dies every few dozen model calls" are processes ----------------
+STARTED_HERE = set()
+
+
+def start_once_per_process(engine, agent, folder, run_id):
+    """Right in life, where every worker is a process that calls start_agent once: it says
+    which process it ran in, and refuses a second call in one process (a kernel's)."""
+    with open(os.path.join(folder, "..", "workers.txt"), "a") as f:
+        f.write(f"{os.getpid()}\n")
+    if run_id in STARTED_HERE:
+        raise RuntimeError("this worker already started its run once")
+    STARTED_HERE.add(run_id)
+    return engine.start(agent, folder, GOAL, run_id=run_id, budget=dl.Budget(max_steps=MAX_STEPS))
+
+
+def test_08_q2_every_worker_of_the_crash_test_is_a_new_process_killed_by_sigkill(monkeypatch):
+    kept = {}
+    real_scratch = ex08.scratch
+
+    @contextlib.contextmanager
+    def reading_workers(label):
+        with real_scratch(label) as folder:
+            yield folder
+            kept["pids"] = Path(folder, "workers.txt").read_text().split()
+    monkeypatch.setattr(ex08, "scratch", reading_workers)
+    n = [i for i, t in enumerate(exercise("08_budgets").questions["q2"].tests)
+         if t.name.startswith("a worker dies every few dozen")]
+    for seed in SEEDS:
+        STARTED_HERE.clear()
+        result = run_tests(exercise("08_budgets"), "q2", start_once_per_process, seed, only=n)[n[0]]
+        assert result.status == checks.PASSED, f"seed {seed}: {result.message}"
+        pids = kept["pids"]
+        # Workers died mid-run (a worker that lived would have finished the run alone), each
+        # a process of its own, none of them this one.
+        assert len(pids) >= 3 and len(set(pids)) == len(pids), pids
+        assert str(os.getpid()) not in pids
+    assert STARTED_HERE == set()          # never called in this process
+    # The same answer, its workers engines in this process: the second worker is refused.
+    result = run_tests(exercise("08_budgets"), "q2", start_once_per_process, 1,
+                       only=[n[0] + 1])[n[0] + 1]
+    assert result.status != checks.PASSED and "already started" in result.message
 
 
 # 08 q1: the hint for dollars rounded away, and the stub --------------------------------------

@@ -35,15 +35,17 @@ class NotPortable(Exception):
     """A function uses something that cannot be recreated in another process."""
 
 
-def module_source(*roots, extra: str = "", call_as=None) -> str:
+def module_source(*roots, extra: str = "", call_as=None, given=()) -> str:
     """Python source that rebuilds `roots` (functions) and everything they use, by running
     again the notebook statements that made them.
 
     call_as: {name the check calls: function} for answers the learner may have defined under
-    another name (`refund_key = my_key`): the module gets `refund_key = my_key` too."""
+    another name (`refund_key = my_key`): the module gets `refund_key = my_key` too.
+    given: names the check sets in the fresh process itself (a drawn MAX_STEPS), never
+    rebuilt from the notebook."""
     roots = [_unwrap(fn) for fn in roots]
     namespace = roots[0].__globals__ if roots else {}
-    history = _History(namespace)
+    history = _History(namespace, given)
     taken, copied, aliases = set(), [], []
     for fn in roots:
         name = fn.__name__
@@ -88,6 +90,12 @@ _INSTALLED = tuple(os.path.realpath(p) + os.sep for p in {
 
 
 def _own_source(fn) -> str:
+    free = getattr(getattr(fn, "__code__", None), "co_freevars", ())
+    if free:        # made inside another function: its source alone cannot make it again
+        raise NotPortable(
+            f"{getattr(fn, '__name__', fn)!r} was made inside another function and uses its "
+            f"{', '.join(f'`{name}`' for name in free)}: a fresh process can only make again a "
+            "function defined at the top of a cell. Define it there with `def`.")
     try:
         return textwrap.dedent(inspect.getsource(fn))
     except (OSError, TypeError) as exc:
@@ -112,8 +120,9 @@ class _Statement:
 class _History:
     """The top-level statements of every cell the kernel ran, in the order it ran them."""
 
-    def __init__(self, namespace):
+    def __init__(self, namespace, given=()):
         self.namespace = namespace
+        self.given = frozenset(given)
         self.statements = []
         self.extra_imports = set()          # names the kernel has but no cell made: modules
         for cell in _cells(namespace):
@@ -143,6 +152,8 @@ class _History:
         return current is not None and _unwrap(current) is fn and self.binding(name) is not None
 
     def need(self, name, taken, before=None, missing_ok=False):
+        if name in self.given:
+            return
         statement = self.binding(name, before) or self.binding(name)
         if statement is None:
             self._without_statement(name, missing_ok)

@@ -31,7 +31,9 @@ q1 `agent(ctx, folder, goal, max_turns=1000)`
 q2 `start_agent(engine, agent, folder, run_id)`
 - the limit lives with the run: every worker is a fresh engine, and workers die after 20 to
   40% or 60 to 85% of the limit, so no count kept in a worker's memory reaches it; with no
-  crash, a limit that fails the run instead of halting it is caught too.
+  crash, a limit that fails the run instead of halting it is caught too. In the 20 to 40%
+  test every worker is a new Python process that runs the answer's cells again and is
+  SIGKILLed at its crash point: nothing the kernel keeps reaches the next worker.
 - the boundary: exactly MAX_STEPS model calls in all, not one more or fewer.
 - the name: MAX_STEPS is drawn (120 to 260, never the notebook's 200) and set in the
   notebook's globals while the test runs (and put back), so a limit typed in as a number
@@ -60,9 +62,11 @@ from ...run import Run
 from ...store import SQLiteStore
 from ...workflow import workflow
 from ..checks import Exercise, Fail, NotAttempted
+from ..child import run_fresh, write_module
 from ..harness import START, needs_callable, needs_workflow, scratch
 from ..ledgers import Ledgers
 from ..plain import plain
+from ..portable import NotPortable, module_source
 
 EXERCISE = Exercise("08_budgets", "A budget that survives the resume",
                     lesson="notebooks/08_budgets_that_survive.ipynb")
@@ -77,13 +81,22 @@ GOALS = ("compare five vector databases", "plan a three-day trip to Lisbon",
 
 class Platform:
     """Restarts a worker after every crash. Each worker: a fresh engine, `every` calls.
-    price: the provider's dollars per 1,000 tokens (drawn: a price only it knows)."""
+    price: the provider's dollars per 1,000 tokens (drawn: a price only it knows).
+
+    Once `_fresh_workers` is called, every worker is a new Python process that runs the
+    answer's cells again (`portable.module_source`) and is SIGKILLed at its crash point, as a
+    pod is: nothing the notebook's kernel holds reaches it. Before, workers are engines in
+    this process, and the one value the exercise's code keeps per worker, `worker_limit`, is
+    put back to None before each (the lesson's own picture of a new process)."""
 
     def __init__(self, folder, price=None):
         self.folder = folder
         self.world_folder = os.path.join(folder, "world")
         self.clock = FakeClock(START)
         self.workers = 0
+        self.price = price
+        self.fresh = None        # or the answer's name, once _fresh_workers made workers processes
+        self.spec = {}
         if price is not None:
             examples.world_at(self.world_folder).llm.price = price
 
@@ -93,15 +106,11 @@ class Platform:
                       ids=SequentialIds("id"), seed=0, worker=f"worker-{self.workers}",
                       crash_at=crash)
 
-    @property
-    def llm(self):
-        return examples.world_at(self.world_folder).llm
-
     def calls(self):
-        return self.llm.calls()
+        return len(Ledgers(self.world_folder).model_bills())
 
     def billed(self):
-        return self.llm.total_cost()
+        return round(sum(bill["cost"] for bill in Ledgers(self.world_folder).model_bills()), 6)
 
     def history(self, run_id):
         """The run's steps as the store has them (read by the check, not by a worker)."""
@@ -121,12 +130,7 @@ class Platform:
         return Budget.from_json(jsonvalue.decode(record.budget_json))
 
     def keep_restarting(self, start, run_id, every=None, max_workers=60, namespaces=()):
-        """Call `start(engine, run_id)` in worker after worker until the run stops running.
-
-        A new worker is a new process: whatever the notebook kept in memory is back at its
-        initial value. The one such value the exercise gives, `worker_limit`, is reset to
-        None in `namespaces` (the globals of the learner's functions) before each worker.
-        """
+        """Call `start(engine, run_id)` in worker after worker until the run stops running."""
         for _ in range(max_workers):
             run = self.one_worker(start, run_id, every, namespaces)
             if run.status != "running":
@@ -135,13 +139,15 @@ class Platform:
                    f"{self.calls()} model calls")
 
     def one_worker(self, start, run_id, every=None, namespaces=()):
+        self.clock.advance(60)
+        done = self.calls()
+        kill_at = None if every is None else done + every
+        if self.fresh is not None:
+            return self._worker_in_a_new_process(run_id, kill_at)
         for namespace in namespaces:
             if "worker_limit" in namespace:
                 namespace["worker_limit"] = None
-        self.clock.advance(60)
-        done = self.calls()
-        crash = None if every is None else CrashAt("think", AFTER_CHECKPOINT,
-                                                    occurrence=done + every)
+        crash = None if kill_at is None else CrashAt("think", AFTER_CHECKPOINT, occurrence=kill_at)
         engine = self.engine(crash)
         try:
             run = start(engine, run_id)
@@ -151,21 +157,97 @@ class Platform:
                            f"died in the middle of a run, but the store has no run {run_id!r}",
                            "use the run_id start_agent is called with") from None
             run = engine.get(run_id)
-        if run is None:
-            raise Fail("start_agent returned None; it should return the Run it started or "
-                       "continued", "a function without a `return` line returns None: return "
-                       "what the engine gives back")
-        if type(run) is not Run:
-            raise Fail(f"start_agent returned {type(run).__name__} {run!r:.80}; it should "
-                       "return the Run it started or continued",
-                       "return what the engine gives back, not a part of it")
+        _returned(type(run).__name__, run.run_id if type(run) is Run else None, run_id,
+                  lambda: repr(run))
         if run.error and "NotImplementedError" in run.error:
             raise NotAttempted("the agent still raises NotImplementedError")
-        if plain(run.run_id, "the returned run's run_id") != run_id:
-            raise Fail(f"start_agent(engine, agent, folder, {run_id!r}) returned run "
-                       f"{run.run_id!r}: every worker must start or continue the run it is "
-                       "given", "use the run_id start_agent is called with")
         return engine.get(run_id)        # as the store has it, not as the answer said
+
+    def _worker_in_a_new_process(self, run_id, kill_at):
+        """One worker as a new process, SIGKILLed after its model call `kill_at` is recorded."""
+        self.workers += 1
+        spec = dict(self.spec, folder=self.folder, run_id=run_id, now=self.clock(),
+                    worker=f"worker-{self.workers}", kill_at=kill_at, price=self.price)
+        child = run_fresh(self.folder, "check_worker", spec, timeout=60)
+        if child.error and "NotImplementedError" in child.error:
+            raise NotAttempted(f"{self.fresh} still raises NotImplementedError")
+        if not (child.finished or child.killed):
+            raise Fail(f"worker {self.workers}, a new Python process, could not run your "
+                       f"{self.fresh}: {child.error or f'exit status {child.returncode}'}",
+                       RESTARTED)
+        store = SQLiteStore(os.path.join(self.folder, "runs.db"))
+        try:
+            run = None if store.get_run(run_id) is None else \
+                Engine(store, self.clock, worker="the-check").get(run_id)
+        finally:
+            store.close()
+        if run is None:
+            raise Fail(f"worker {self.workers}, a new Python process, called {self.fresh} and "
+                       f"{'was killed' if child.killed else 'ended'}, but the store has no run "
+                       f"{run_id!r}", "use the run_id start_agent is called with")
+        if child.finished:
+            _returned(child.result["type"], child.result["run_id"], run_id,
+                      lambda: child.result["repr"])
+        if run.error and "NotImplementedError" in run.error:
+            raise NotAttempted("the agent still raises NotImplementedError")
+        return run
+
+
+def _returned(type_name, returned_id, run_id, shown):
+    """What a worker's start_agent handed back must be the Run it was asked for."""
+    if type_name == "NoneType":
+        raise Fail("start_agent returned None; it should return the Run it started or "
+                   "continued", "a function without a `return` line returns None: return "
+                   "what the engine gives back")
+    if type_name != "Run":
+        raise Fail(f"start_agent returned {type_name} {shown():.80}; it should "
+                   "return the Run it started or continued",
+                   "return what the engine gives back, not a part of it")
+    if plain(returned_id, "the returned run's run_id") != run_id:
+        raise Fail(f"start_agent(engine, agent, folder, {run_id!r}) returned run "
+                   f"{returned_id!r}: every worker must start or continue the run it is "
+                   "given", "use the run_id start_agent is called with")
+
+
+RESTARTED = ("each worker of this test is a new Python process that runs your notebook's "
+             "cells again, as a restarted pod does, and is killed (SIGKILL) at its crash "
+             "point: nothing your code kept in memory from one worker to the next was there")
+
+# What a worker process runs: the answer's cells (module_source), then this.
+_WORKER_IN_A_NEW_PROCESS = """
+
+def check_worker(spec):
+    from durable_lite.grading.exercises.ex08_budgets import worker as _worker
+    return _worker(globals(), spec)
+"""
+
+
+def worker(namespace, spec) -> dict:
+    """One worker, in a new process: a fresh engine on the shared store, killed (SIGKILL)
+    once its run has recorded model call `kill_at`; calls the answer as the platform does."""
+    world_folder = os.path.join(spec["folder"], "world")
+    if spec["price"] is not None:
+        examples.world_at(world_folder).llm.price = spec["price"]
+    crash = None if spec["kill_at"] is None else \
+        CrashAt("think", AFTER_CHECKPOINT, occurrence=spec["kill_at"], kill=True)
+    engine = Engine(SQLiteStore(os.path.join(spec["folder"], "runs.db")),
+                    FakeClock(spec["now"]), ids=SequentialIds("id"), seed=0,
+                    worker=spec["worker"], crash_at=crash)
+    namespace["MAX_STEPS"] = spec["max_steps"]         # the drawn limit, as in this process
+    run = namespace["start_agent"](engine, reference_agent, world_folder, spec["run_id"])
+    return {"type": type(run).__name__, "repr": repr(run)[:200],
+            "run_id": run.run_id if type(run) is Run else None}
+
+
+def _fresh_workers(platform, start_agent, max_steps):
+    """Make `platform`'s workers new processes that run the answer's cells again."""
+    try:
+        source = module_source(start_agent, extra=_WORKER_IN_A_NEW_PROCESS,
+                               call_as={"start_agent": start_agent}, given=("MAX_STEPS",))
+    except NotPortable as exc:
+        raise Fail(str(exc)) from None
+    write_module(platform.folder, source)
+    platform.fresh, platform.spec = "start_agent", {"max_steps": max_steps}
 
 
 def _namespaces(fn):
@@ -458,12 +540,14 @@ def budget_case(draw, crash_after=None) -> tuple:
     return limit, price, crash_every
 
 
-def _budget_test(start_agent, draw, crash_after):
+def _budget_test(start_agent, draw, crash_after, fresh=False):
     limit, price, crash_every = budget_case(draw, crash_after)
     namespaces = _namespaces(start_agent)
     with scratch("ex08") as folder, _max_steps(namespaces, limit):
         platform = Platform(folder, price)
         start, run_id = _via(start_agent, platform), draw.run_id("agent")
+        if fresh:
+            _fresh_workers(platform, start_agent, limit)
         run = platform.keep_restarting(start, run_id, every=crash_every, namespaces=namespaces)
         when = "with no crash" if crash_every is None else f"with a crash every {crash_every} calls"
         _stopped_at_budget(run, platform, when, limit)
@@ -486,11 +570,11 @@ def _(start_agent, draw):
     _budget_test(start_agent, draw, None)
 
 
-@q2.test("a worker dies every few dozen model calls and a fresh one calls start_agent: still "
-         "MAX_STEPS calls in all",
+@q2.test("a worker dies every few dozen model calls (SIGKILL) and a new process calls "
+         "start_agent: still MAX_STEPS calls in all",
          hint="the budget must be counted from the run's recorded steps, which every new worker reads")
 def _(start_agent, draw):
-    _budget_test(start_agent, draw, (0.2, 0.4))
+    _budget_test(start_agent, draw, (0.2, 0.4), fresh=True)
 
 
 @q2.test("a worker dies after most of MAX_STEPS model calls: still MAX_STEPS calls in all",
