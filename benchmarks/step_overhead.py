@@ -69,7 +69,7 @@ def load_dbos(disabled):
 def dbos_databases(dbos_workload, folder, no_postgres):
     """The system databases DBOS runs on here: ({row key: URL}, {row key: why not},
     the TempPostgres to stop at the end or None)."""
-    from durable_lite.engines import dbos_support, postgres
+    from durable_lite.engines.dbos import postgres, support as dbos_support
 
     urls, unavailable, server = {}, {}, None
     usable, why = dbos_support.sqlite_usable()

@@ -33,7 +33,7 @@ USES_ENGINES = re.compile(r"\bdurable_lite\.engines\b|\bdl\.engines\b")
 def engines_unavailable():
     """Why a lesson that runs the real engines cannot run here, or None."""
     from durable_lite import engines
-    from durable_lite.engines import langgraph_support
+    from durable_lite.engines.langgraph import support as langgraph_support
     reasons = [engines.unavailable(temporal=True)]
     try:
         langgraph_support.require()

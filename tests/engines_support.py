@@ -12,7 +12,8 @@ import os
 
 import pytest
 
-from durable_lite.engines import dbos_support, postgres, temporal_server
+from durable_lite.engines.dbos import postgres, support as dbos_support
+from durable_lite.engines.temporal import server as temporal_server
 
 _shared = {"server": None, "users": 0}
 _temporal = {"server": None, "users": 0}

@@ -287,9 +287,9 @@ def one_thread_at_a_time():
     share in this process and must get back (everything else a case uses is its own:
     folders, databases, run ids, worker processes; the simulated world's cache has a lock of
     its own, sim.py, and the workers' exit statuses are read one at a time by
-    durable_lite.engines.forked): sys.stdout and sys.stderr. Each test swaps them for a sink
-    while it runs; threads that swap them in turn leave a sink behind, so they are put back
-    afterwards."""
+    durable_lite.engines.processes.forked): sys.stdout and sys.stderr. Each test swaps them
+    for a sink while it runs; threads that swap them in turn leave a sink behind, so they
+    are put back afterwards."""
     streams = sys.stdout, sys.stderr
     try:
         yield

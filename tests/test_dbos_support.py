@@ -12,7 +12,7 @@ from pathlib import Path
 
 from engines_support import *  # noqa: F401,F403
 
-from durable_lite.engines import dbos_support, postgres
+from durable_lite.engines.dbos import postgres, support as dbos_support
 
 
 def test_import_durable_lite_and_its_engines_package_load_no_engine():
@@ -137,7 +137,7 @@ def test_temp_postgres_is_stopped_when_the_code_using_it_fails():
 
 def test_dbos_moves_from_sqlite_to_postgres_in_one_process_and_prints_nothing(
         tmp_path, sqlite_url, postgres_url, capfd):
-    from durable_lite.engines import refund_dbos
+    from durable_lite.engines.dbos import refund as refund_dbos
     from dbos import DBOS, SetWorkflowID
     for n, url in enumerate([sqlite_url, postgres_url]):
         with dbos_support.running(url):
@@ -178,7 +178,7 @@ def test_a_stopped_postgres_leaves_nothing_behind_at_exit():
     server: the folder came back in a temporary folder its owner had already removed."""
     temp = tempfile.mkdtemp(prefix="pg-")        # short: the server's socket path is in it
     script = ("import os, shutil\n"
-              "from durable_lite.engines import postgres\n"
+              "from durable_lite.engines.dbos import postgres\n"
               "with postgres.TempPostgres('unit'):\n"
               "    pass\n"
               "for name in os.listdir('.'):\n"

@@ -10,7 +10,7 @@ from engines_support import *  # noqa: F401,F403
 
 import durable_lite as dl
 from durable_lite import examples as ex
-from durable_lite.engines import two_machines
+from durable_lite.engines.dbos import two_machines
 
 pytestmark = pytest.mark.crash
 

@@ -1,5 +1,5 @@
-"""Fork-server children started and watched from many threads at once (engines/forked.py):
-each one's exit status is the one it really ended with.
+"""Fork-server children started and watched from many threads at once
+(engines/processes/forked.py): each one's exit status is the one it really ended with.
 
 On bare multiprocessing a thread's start() (which polls every child first) and another
 thread's join() can both read a child's status from its one pipe, and the loser records
@@ -14,7 +14,7 @@ import signal
 import threading
 import time
 
-from durable_lite.engines import forked
+from durable_lite.engines.processes import forked
 
 THREADS, CHILDREN = 6, 10
 
@@ -114,7 +114,7 @@ def _preloads_after(imports, asking) -> list:
     import sys
     code = ("import importlib, json, sys\n"
             f"for name in {list(imports)!r}: importlib.import_module(name)\n"
-            "from durable_lite.engines import forked\n"
+            "from durable_lite.engines.processes import forked\n"
             f"forked.context({asking!r})\n"
             "from multiprocessing import forkserver\n"
             "print(json.dumps(forkserver._forkserver._preload_modules))\n")

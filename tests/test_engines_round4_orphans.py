@@ -1,4 +1,4 @@
-"""Nothing the engines start outlives the Python that started it (engines/watchdog.py).
+"""Nothing the engines start outlives the Python that started it (engines/processes/watchdog.py).
 
 Each test runs a "kernel": a Python that starts real servers and workers the way lessons 14
 and 15 do, with a temporary folder of its own (TMPDIR) and a marker in its environment,
@@ -140,7 +140,7 @@ def _assert_nothing_left(kernel, pids, folders, segments=()):
 
 LESSON_14 = """
     import json, os, time
-    from durable_lite.engines import dbos_worker, postgres
+    from durable_lite.engines.dbos import postgres, worker as dbos_worker
     pg = postgres.TempPostgres("r4").start()
     worker = dbos_worker.start_worker(pg.url, "r4-machine", linger=600).wait_until_ready()
     data = os.path.join(pg._folder, "data")
@@ -169,7 +169,8 @@ def test_a_sigkilled_kernel_leaves_no_postgres_worker_folder_or_shared_memory():
 
 LESSON_15 = """
     import json, os, threading, time
-    from durable_lite.engines import langgraph_worker, temporal_server, temporal_worker
+    from durable_lite.engines.langgraph import worker as langgraph_worker
+    from durable_lite.engines.temporal import server as temporal_server, worker as temporal_worker
     with open("slow_graph.py", "w") as f:
         f.write("import time\\n"
                 "from langgraph.func import entrypoint\\n"
@@ -216,7 +217,7 @@ def test_a_sigkilled_kernel_leaves_no_temporal_server_worker_or_folder():
 
 INTERRUPTED_START = """
     import json, os, time
-    from durable_lite.engines import postgres
+    from durable_lite.engines.dbos import postgres
     commands = postgres._provider().postgres_server
     pg_ctl = commands.pg_ctl
     server = {}

@@ -7,7 +7,7 @@ import sys
 
 from engines_support import *  # noqa: F401,F403
 
-from durable_lite.engines import temporal_server
+from durable_lite.engines.temporal import server as temporal_server
 
 
 def _taken_port(address) -> int:

@@ -253,7 +253,7 @@ def test_steps_declared_with_plain_dbos_step_are_never_killed(graded):
     results = graded[PLAIN_STEPS]
     assert failed(results) == {REFUND_WINDOW}
     assert "without ever reaching that point" in results[REFUND_WINDOW].message
-    assert "dbos_faults" in results[REFUND_WINDOW].hint
+    assert "dbos.faults" in results[REFUND_WINDOW].hint
 
 
 ALWAYS_REFUNDS = job("always refunds", "q1", cancel_port(refund_if="True"), seed=19,
@@ -353,7 +353,7 @@ def test_a_name_the_lesson_already_uses_fails_every_test(graded):
 @needs_dbos
 def test_the_names_taken_are_those_a_fresh_worker_registers():
     """The names a worker registers before it imports a port, asked of a fresh process."""
-    code = ("from durable_lite.engines import dbos_worker\n"
+    code = ("from durable_lite.engines.dbos import worker\n"
             "from dbos._dbos import _get_or_create_dbos_registry\n"
             "print(sorted(n for n in _get_or_create_dbos_registry().workflow_info_map "
             "if not n.startswith('<temp>.')))")
@@ -376,7 +376,7 @@ def test_a_step_left_in_another_cell_is_named(graded):
 
 
 def _the_original():
-    from durable_lite.engines.subscription_durable_lite import cancel_subscription
+    from durable_lite.engines.lite.subscription import cancel_subscription
     return cancel_subscription
 
 
@@ -659,7 +659,7 @@ def test_a_run_still_waiting_says_where_and_whether_dbos_itself_was_retrying():
     machine: the message names the steps it had recorded and DBOS's own retries of its
     database (each waits a second or more, doubling), so such a stall can be told apart."""
     from types import SimpleNamespace
-    from durable_lite.engines import killed
+    from durable_lite.engines.compare import killed
     log = ("starting\n"
            "WARNING: Database connection failed: (sqlite3.OperationalError) database is "
            "locked. Retrying in 1.21s (attempt 1)\n"
@@ -803,7 +803,7 @@ def test_the_notebook_shows_the_originals_as_they_are():
 
     import nbformat
 
-    from durable_lite.engines import subscription_durable_lite as original
+    from durable_lite.engines.lite import subscription as original
     from grading_support import ROOT
     text = "\n".join(c.source for c in nbformat.read(ROOT / "solutions" / "14_port_to_dbos.ipynb",
                                                      as_version=4).cells)
@@ -813,7 +813,7 @@ def test_the_notebook_shows_the_originals_as_they_are():
 
 @needs_dbos
 def test_where_dbos_cannot_use_sqlite_the_checks_run_on_a_throwaway_postgres(port, monkeypatch):
-    from durable_lite.engines import dbos_support
+    from durable_lite.engines.dbos import support as dbos_support
     monkeypatch.setattr(dbos_support, "sqlite_usable", lambda: (False, "SQLite too old here"))
     try:
         # two tests of the same seed, so the same run ids, on one server: each test gets
@@ -832,7 +832,7 @@ def test_every_job_ran_and_what_the_runs_shared_is_put_back(graded):
     from multiprocessing import popen_forkserver
 
     from durable_lite import sim
-    from durable_lite.engines import subscription_durable_lite as subscriptions
+    from durable_lite.engines.lite import subscription as subscriptions
     from durable_lite.grading import harness
     assert set(graded) == set(JOBS)
     assert subscriptions.world_at is sim.world_at and harness.forget_worlds is sim.forget_worlds

@@ -594,7 +594,7 @@ def test_an_untouched_answer_is_not_attempted():
 
 
 def test_the_original_or_something_else_is_refused_with_a_hint():
-    from durable_lite.engines.renewal_durable_lite import renew_subscription as original
+    from durable_lite.engines.lite.renewal import renew_subscription as original
     for qid, answer, text in (("q1", original, "durable_lite workflow"),
                               ("q1", 42, "a Temporal workflow class, but it is an int"),
                               ("q1", object, "a Temporal workflow class, but it is a class"),
@@ -653,7 +653,7 @@ def test_the_setup_cell_binds_every_name_the_saved_modules_start_with():
 def test_the_notebook_shows_the_original_as_it_is():
     import inspect
 
-    from durable_lite.engines.renewal_durable_lite import renew_subscription as original
+    from durable_lite.engines.lite.renewal import renew_subscription as original
     text = "\n".join(c.source for c in solution().cells)
     assert inspect.getsource(original.fn).rstrip() in text
 
@@ -699,8 +699,8 @@ def test_a_crash_right_after_the_answer_finds_the_answer_saved(tmp_path):
     """LangGraph saves an answer to an interrupt in the background, like a task's result. A
     port with no task between its interrupt and its next step, killed just before that step
     while saves are slow, must still find the answer when a fresh process resumes it: the
-    crash point waits for the answer's save, as it does for results (langgraph_faults)."""
-    from durable_lite.engines.langgraph_worker import start_worker
+    crash point waits for the answer's save, as it does for results (langgraph/faults.py)."""
+    from durable_lite.engines.langgraph.worker import start_worker
     from durable_lite.faults import CrashAt
     module = f"learner_{secrets.token_hex(4)}"
     (tmp_path / f"{module}.py").write_text(ex15.LANGGRAPH_PREAMBLE + textwrap.dedent(WRONG_Q2),
@@ -737,9 +737,9 @@ def test_a_check_stopped_by_its_time_limit_leaves_no_worker_behind(tmp_path):
     assert "took longer than 6 s" in result.message
     assert time.monotonic() - began < 30
     deadline = time.monotonic() + 30
-    while [p for p in _ours() if "temporal_worker" in p[1]] and time.monotonic() < deadline:
+    while [p for p in _ours() if "engines.temporal.worker" in p[1]] and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert [p for p in _ours() if "temporal_worker" in p[1]] == []
+    assert [p for p in _ours() if "engines.temporal.worker" in p[1]] == []
 
 
 
@@ -756,7 +756,7 @@ def _ours():
                 command = f.read().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
-        if "temporal" in command and ("server start-dev" in command or "temporal_worker" in command):
+        if "temporal" in command and ("server start-dev" in command or "engines.temporal.worker" in command):
             found.append((int(pid), command))
     below = []
     for pid, command in found:

@@ -2,7 +2,7 @@
 between the workflow task that began the wait and the one that ended it, so the seconds a
 busy worker takes to pick tasks up are not counted as the workflow's own wait."""
 
-from durable_lite.engines.killed_waiting import _signalled_after, _waited_after
+from durable_lite.engines.compare.killed_waiting import _signalled_after, _waited_after
 
 
 def event(kind, time, activity=None):

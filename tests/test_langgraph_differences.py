@@ -13,9 +13,12 @@ import pytest
 
 import durable_lite as dl
 from durable_lite import examples as ex
-from durable_lite.engines import (differences, langgraph_durability, langgraph_support,
-                                  langgraph_worker, parity, refund_durable_lite,
-                                  refund_langgraph)
+from durable_lite.engines.compare import differences, parity
+from durable_lite.engines.langgraph import (durability as langgraph_durability,
+                                            refund as refund_langgraph,
+                                            support as langgraph_support,
+                                            worker as langgraph_worker)
+from durable_lite.engines.lite import refund as refund_durable_lite
 from durable_lite.errors import NonDeterminismError
 from durable_lite.faults import AFTER_EFFECT, CrashAt
 from durable_lite.sim import World
@@ -79,7 +82,7 @@ def test_a_task_result_is_saved_in_the_background_so_a_kill_can_lose_it(tmp_path
 def test_under_exit_durability_a_killed_run_starts_over(tmp_path):
     path = str(tmp_path / "langgraph.sqlite")
     world = str(tmp_path / "world")
-    first = langgraph_worker.start_worker(path, "refund_langgraph.refund", "refund-A-17",
+    first = langgraph_worker.start_worker(path, "refund.refund", "refund-A-17",
                                           start=inputs(world), durability="exit",
                                           crash=CrashAt("close", AFTER_EFFECT))
     first.join()
@@ -134,7 +137,7 @@ def test_nothing_resumes_a_killed_thread_until_someone_invokes_it(tmp_path):
 
     path = str(tmp_path / "langgraph.sqlite")
     lg_world = str(tmp_path / "lg-world")
-    first = langgraph_worker.start_worker(path, "refund_langgraph.refund", "refund-A-17",
+    first = langgraph_worker.start_worker(path, "refund.refund", "refund-A-17",
                                           start=inputs(lg_world),
                                           crash=CrashAt("email", AFTER_EFFECT))
     first.join()

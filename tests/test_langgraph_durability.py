@@ -13,7 +13,7 @@ SIGKILL at every step and crash point (keyed and not), resumed by a fresh proces
 import pytest
 
 from durable_lite import examples as ex
-from durable_lite.engines import langgraph_durability
+from durable_lite.engines.langgraph import durability as langgraph_durability
 from durable_lite.faults import AFTER_EFFECT, BEFORE_STEP
 
 pytestmark = pytest.mark.crash

@@ -16,7 +16,8 @@ import os
 import pytest
 
 from durable_lite import examples as ex
-from durable_lite.engines import killed, langgraph_support, parity, refund_langgraph
+from durable_lite.engines.compare import killed, parity
+from durable_lite.engines.langgraph import refund as refund_langgraph, support as langgraph_support
 from durable_lite.faults import AFTER_EFFECT, BEFORE_STEP, CRASH_POINTS, CrashAt
 from durable_lite.sim import World
 

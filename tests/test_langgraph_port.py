@@ -1,5 +1,5 @@
 """Lesson 01's refund and lesson 07's approval with a deadline, ported to LangGraph's
-functional API (durable_lite/engines/refund_langgraph.py), and the port table that says
+functional API (durable_lite/engines/langgraph/refund.py), and the port table that says
 what changes: every line it quotes is in its module, and every claim it makes is run here.
 LangGraph stays an optional extra: `import durable_lite` never loads it.
 """
@@ -13,8 +13,10 @@ import pytest
 
 import durable_lite as dl
 from durable_lite import examples as ex
-from durable_lite.engines import (concepts, langgraph_support, langgraph_worker, parity,
-                                  refund_langgraph)
+from durable_lite.engines.compare import concepts, parity
+from durable_lite.engines.langgraph import (refund as refund_langgraph,
+                                            support as langgraph_support,
+                                            worker as langgraph_worker)
 from durable_lite.faults import AFTER_EFFECT, CrashAt
 from durable_lite.sim import ToolError, World
 
@@ -88,12 +90,12 @@ def test_killed_inside_the_refund_task_a_fresh_process_finishes_the_thread(tmp_p
     a fresh process calls invoke(None) and the key makes the second request harmless."""
     path, world = str(tmp_path / "langgraph.sqlite"), str(tmp_path / "world")
     inputs = {"folder": world, "order_id": "A-17", "amount": 40}
-    first = langgraph_worker.start_worker(path, "refund_langgraph.refund", "refund-A-17",
+    first = langgraph_worker.start_worker(path, "refund.refund", "refund-A-17",
                                           start=inputs, crash=CrashAt("refund", AFTER_EFFECT))
     first.join()
     assert first.killed and first.report() is None
     assert World(world).payments.count() == 1
-    again = langgraph_worker.start_worker(path, "refund_langgraph.refund", "refund-A-17",
+    again = langgraph_worker.start_worker(path, "refund.refund", "refund-A-17",
                                           resume=True).result()
     assert (again["how"], again["status"], again["error"]) == ("resumed", "completed", None)
     assert again["replayed"] == ["lookup"] and again["ran"] == ["refund", "email", "close"]
@@ -108,16 +110,16 @@ def test_killed_after_the_approval_the_answer_is_not_lost(tmp_path):
     fresh process resumes the thread, which does not ask again and pays once."""
     path, world = str(tmp_path / "langgraph.sqlite"), str(tmp_path / "world")
     inputs = {"folder": world, "order_id": "A-17", "amount": 250}
-    asked = langgraph_worker.start_worker(path, "refund_langgraph.refund_with_approval",
+    asked = langgraph_worker.start_worker(path, "refund.refund_with_approval",
                                           "refund-A-17", start=inputs).result()
     assert asked["status"] == "waiting"
     assert asked["waiting_for"]["waiting for"] == refund_langgraph.APPROVAL
     answered = langgraph_worker.start_worker(
-        path, "refund_langgraph.refund_with_approval", "refund-A-17",
+        path, "refund.refund_with_approval", "refund-A-17",
         answer={"approved": True, "by": "ana"}, crash=CrashAt("refund", AFTER_EFFECT))
     answered.join()
     assert answered.killed
-    resumed = langgraph_worker.start_worker(path, "refund_langgraph.refund_with_approval",
+    resumed = langgraph_worker.start_worker(path, "refund.refund_with_approval",
                                             "refund-A-17", resume=True).result()
     assert resumed["status"] == "waiting"                    # now the cooling-off hour
     assert resumed["waiting_for"]["waiting for"] == refund_langgraph.COOLING_OFF
@@ -129,19 +131,19 @@ def test_killed_after_the_approval_the_answer_is_not_lost(tmp_path):
 def test_a_worker_refuses_an_unclear_order_naming_what_is_wrong(tmp_path):
     path = tmp_path / "x.sqlite"
     with pytest.raises(ValueError, match="exactly one of start, resume, answer"):
-        langgraph_worker.start_worker(path, "refund_langgraph.refund", "t", resume=True,
+        langgraph_worker.start_worker(path, "refund.refund", "t", resume=True,
                                       answer={"approved": True})
     with pytest.raises(ValueError, match="durability 'fast'"):
-        langgraph_worker.start_worker(path, "refund_langgraph.refund", "t", resume=True,
+        langgraph_worker.start_worker(path, "refund.refund", "t", resume=True,
                                       durability="fast")
-    report = langgraph_worker.start_worker(path, "refund_langgraph.refund", "nobody",
+    report = langgraph_worker.start_worker(path, "refund.refund", "nobody",
                                            resume=True).result()
     assert "has no checkpoint to resume" in report["error"] and report["status"] is None
 
 
 # LangGraph stays optional ------------------------------------------------------------------------
 def test_import_durable_lite_and_its_engines_package_load_no_langgraph():
-    code = ("import sys, durable_lite, durable_lite.engines, durable_lite.engines.parity; "
+    code = ("import sys, durable_lite, durable_lite.engines, durable_lite.engines.compare.parity; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] == 'langgraph'))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=120)

@@ -1,5 +1,5 @@
-"""Lesson 15's decision table (durable_lite/engines/choosing.py), row by row, against what
-the course asserts elsewhere: the registries of differences (each entry's evidence test
+"""Lesson 15's decision table (durable_lite/engines/compare/choosing.py), row by row, against
+what the course asserts elsewhere: the registries of differences (each entry's evidence test
 shows both sides), the engines' own defaults, the committed crash table, lesson 13's
 reference run and pyproject's `engines` extra. A cell that drifts from its source fails
 here; so does a row whose source no longer says what the cell says.
@@ -13,8 +13,8 @@ import re
 import nbformat
 import pytest
 
-from durable_lite.engines import (choosing, crash_table, differences, temporal_faults,
-                                  temporal_pitfalls)
+from durable_lite.engines.compare import choosing, crash_table, differences
+from durable_lite.engines.temporal import faults as temporal_faults, pitfalls as temporal_pitfalls
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LESSON = os.path.join(ROOT, "notebooks", "15_the_same_run_on_temporal_and_langgraph.ipynb")

@@ -12,8 +12,11 @@ import re
 from engines_support import *  # noqa: F401,F403
 
 from durable_lite import sim
-from durable_lite.engines import (concepts, langgraph_support, langgraph_worker,
-                                  refund_langgraph, temporal_machines, temporal_tour)
+from durable_lite.engines.compare import concepts
+from durable_lite.engines.langgraph import (refund as refund_langgraph,
+                                            support as langgraph_support,
+                                            worker as langgraph_worker)
+from durable_lite.engines.temporal import machines as temporal_machines, tour as temporal_tour
 from durable_lite.faults import CrashAt
 
 pytestmark = pytest.mark.crash
@@ -97,10 +100,10 @@ def test_the_lesson_stops_what_it_started_and_checks_that_nothing_is_left():
 def killed_then_resumed(tmp_path, crash):
     checkpoints, world = str(tmp_path / "checkpoints.sqlite"), str(tmp_path / "world")
     inputs = {"folder": world, "order_id": "A-17", "amount": 40, "key_notices": True}
-    first = langgraph_worker.start_worker(checkpoints, "refund_langgraph.refund", "refund-A-17",
+    first = langgraph_worker.start_worker(checkpoints, "refund.refund", "refund-A-17",
                                           start=inputs, crash=crash)
     first.join()
-    again = langgraph_worker.start_worker(checkpoints, "refund_langgraph.refund", "refund-A-17",
+    again = langgraph_worker.start_worker(checkpoints, "refund.refund", "refund-A-17",
                                           resume=True).result()
     return first, again, sim.World(world)
 
@@ -168,7 +171,7 @@ def test_the_concept_maps_run_here_cells_name_real_tests_and_agree_with_langgrap
 def test_the_lessons_helpers_load_no_plotting_or_engine_at_import():
     import subprocess
     import sys
-    code = ("import sys, durable_lite.lab.four_engines, durable_lite.engines.crash_table\n"
+    code = ("import sys, durable_lite.lab.four_engines, durable_lite.engines.compare.crash_table\n"
             "loaded = [m for m in ('matplotlib', 'pandas', 'dbos', 'temporalio', 'langgraph')"
             " if m in sys.modules]\n"
             "assert not loaded, loaded\n")
@@ -188,7 +191,7 @@ def _lesson_cells():
 
 
 def test_the_crash_table_names_the_mode_of_every_langgraph_column():
-    from durable_lite.engines import crash_table as ct
+    from durable_lite.engines.compare import crash_table as ct
     assert ct.LANGGRAPH_COLUMNS["LangGraph"] == "sync"
     labels = [ct.label(column) for column in ct.COLUMNS]
     assert labels[3:] == ["LangGraph (sync)", "LangGraph (async)", "LangGraph (exit)"]
@@ -203,7 +206,7 @@ def test_the_heat_map_marks_only_cells_whose_counts_differ_and_fits_the_output_a
     from matplotlib.text import Text
 
     import durable_lite as dl
-    from durable_lite.engines import crash_table as ct
+    from durable_lite.engines.compare import crash_table as ct
     table = ct.committed()
     shown = table.shown_differences()
     # under "exit" every run starts over (differences()), but keys leave 7 of 12 cells at
@@ -239,7 +242,7 @@ def test_the_heat_map_marks_only_cells_whose_counts_differ_and_fits_the_output_a
 def test_the_port_and_decision_tables_wrap_to_the_output_area_left_aligned():
     from html import escape
 
-    from durable_lite.engines import concepts
+    from durable_lite.engines.compare import concepts
     from durable_lite.lab import four_engines
     port = four_engines.port_table()
     html = port._repr_html_()

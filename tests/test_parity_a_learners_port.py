@@ -3,7 +3,7 @@ crash as durable_lite's refund, and comparing the two ledgers grades it: a faith
 agrees, a port that drops the idempotency key pays twice and disagrees.
 
 This is the mechanism an exercise can grade with: the learner's DBOS code saved as a
-module, its steps declared with dbos_faults.step so the crash points exist, then
+module, its steps declared with dbos/faults.py's step so the crash points exist, then
 parity.refund_killed_durable_lite and parity.refund_killed_dbos at the same point.
 """
 
@@ -12,7 +12,7 @@ import textwrap
 from engines_support import *  # noqa: F401,F403
 from engines_support import pair
 
-from durable_lite.engines import parity
+from durable_lite.engines.compare import parity
 
 pytestmark = pytest.mark.crash
 
@@ -20,7 +20,7 @@ PORT = '''
 from dbos import DBOS
 
 from durable_lite import examples as ex
-from durable_lite.engines.dbos_faults import step
+from durable_lite.engines.dbos.faults import step
 from durable_lite.keys import derive_key
 
 

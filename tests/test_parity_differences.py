@@ -1,6 +1,6 @@
 """The parity suite, part 3: where DBOS and durable_lite differ, each difference shown from
-both sides, and the registry (durable_lite/engines/differences.py) checked to be complete:
-every entry has its evidence test, and every test here has its entry.
+both sides, and the registry (durable_lite/engines/compare/differences.py) checked to be
+complete: every entry has its evidence test, and every test here has its entry.
 
 Also the lesson's two tables of data: the port, concept by concept (every line really is in
 its module), and the concept map (every cell either names a source or says it was not
@@ -16,8 +16,10 @@ from engines_support import pair
 
 import durable_lite as dl
 from durable_lite import examples as ex
-from durable_lite.engines import concepts, dbos_faults, dbos_support, differences, parity
-from durable_lite.engines import refund_dbos, refund_durable_lite, research_dbos
+from durable_lite.engines.compare import concepts, differences, parity
+from durable_lite.engines.dbos import faults as dbos_faults, support as dbos_support
+from durable_lite.engines.dbos import refund as refund_dbos, research as research_dbos
+from durable_lite.engines.lite import refund as refund_durable_lite
 from durable_lite.faults import CrashAt
 from durable_lite.sim import ToolError
 
@@ -86,7 +88,7 @@ def test_a_failed_run_continues_on_durable_lite_and_is_forked_on_dbos(tmp_path, 
             with pytest.raises(ToolError), SetWorkflowID("r"):
                 research_dbos.research(dbos_world, parity.TOPIC)
         assert parity.ledger(dbos_world)["tool calls"] == 3    # the second call ran nothing
-        from durable_lite.engines.dbos_worker import step_id
+        from durable_lite.engines.dbos.worker import step_id
         with SetWorkflowID("r-fork"):
             forked = DBOS.fork_workflow("r", step_id("r", "drafting"))
         assert forked.get_result(polling_interval_sec=0.05)["topic"] == parity.TOPIC
@@ -109,7 +111,7 @@ def test_both_fork_to_a_new_run_only_durable_lite_rewinds_in_place(tmp_path, sql
     with dbos_support.running(sqlite_url):
         with SetWorkflowID("refund-A-17"):
             refund_dbos.refund(dbos_world, "A-17", 40, key_notices=True)
-        from durable_lite.engines.dbos_worker import step_id
+        from durable_lite.engines.dbos.worker import step_id
         forked = DBOS.fork_workflow("refund-A-17", step_id("refund-A-17", "email"))
         assert forked.get_workflow_id() != "refund-A-17"
         assert forked.get_result(polling_interval_sec=0.05)["refund_id"] == "R-1"

@@ -9,7 +9,7 @@ differences.py and shown in test_parity_differences.py.
 from engines_support import *  # noqa: F401,F403
 from engines_support import pair
 
-from durable_lite.engines import parity
+from durable_lite.engines.compare import parity
 
 
 def both(tmp_path, sqlite_url, dl_runner, dbos_runner):

@@ -18,8 +18,8 @@ import re
 
 from engines_support import *  # noqa: F401,F403
 
-from durable_lite.engines import crash_table as ct
-from durable_lite.engines import differences
+from durable_lite.engines.compare import crash_table as ct
+from durable_lite.engines.compare import differences
 from durable_lite.faults import AFTER_EFFECT
 
 pytestmark = pytest.mark.crash
@@ -67,7 +67,7 @@ def test_the_committed_table_the_lesson_reads_equals_the_measured_one(measured):
     changed = sorted(k for k in set(measured.cells) | set(committed.cells)
                      if measured.cells.get(k) != committed.cells.get(k))
     assert not changed, (f"cells that changed: {changed}; commit the table anew with "
-                         f"`python -m durable_lite.engines.crash_table --write`")
+                         f"`python -m durable_lite.engines.compare.crash_table --write`")
     assert committed.measured_with == measured.measured_with == ct.versions()
 
 

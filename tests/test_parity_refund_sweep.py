@@ -4,14 +4,14 @@ PostgreSQL started by the tests). The two must agree on everything the world rem
 refunds paid, refund requests, emails, tickets closed, and on what the resume replayed.
 
 For DBOS, "after effect" is inside the step function, after the side effect, before DBOS
-records the step's output (see durable_lite/engines/dbos_faults.py).
+records the step's output (see durable_lite/engines/dbos/faults.py).
 """
 
 from engines_support import *  # noqa: F401,F403
 from engines_support import pair
 
 from durable_lite import examples as ex
-from durable_lite.engines import parity
+from durable_lite.engines.compare import parity
 from durable_lite.faults import CRASH_POINTS
 
 pytestmark = pytest.mark.crash

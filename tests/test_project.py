@@ -319,7 +319,8 @@ def test_the_core_package_has_no_dependencies():
 def test_a_built_wheel_holds_every_module_of_every_subpackage(tmp_path):
     """What a non-editable install gets: the wheel setuptools builds from pyproject.toml
     must hold durable_lite and all its subpackages (store, lab, engines, grading, ...),
-    every module in them, and nothing else of the repository (tests, notebooks)."""
+    every module in them, its data (the crash table lesson 15 reads), and nothing else of
+    the repository (tests, notebooks)."""
     source = tmp_path / "source"                          # a copy: the build writes build/
     source.mkdir()
     for name in ("pyproject.toml", "README.md"):
@@ -341,6 +342,7 @@ def test_a_built_wheel_holds_every_module_of_every_subpackage(tmp_path):
     packages = {os.path.dirname(p) for p in wanted if p.endswith("/__init__.py")}
     assert {"durable_lite/store", "durable_lite/lab", "durable_lite/engines",
             "durable_lite/grading"} <= packages
+    wanted.add("durable_lite/engines/compare/crash_table.json")     # pyproject's package-data
     assert wanted - inside == set(), "missing from the wheel"
     assert inside - wanted == set(), "in the wheel but not part of the package"
 
@@ -480,7 +482,8 @@ def test_the_lessons_that_run_real_engines_are_found_and_fail_only_where_they_ca
     assert "14_graduating_to_a_real_engine.ipynb" in flagged
     assert {p.name for p in lessons if p.name[:2] in ("14", "15")} <= flagged
     assert not {p.name for p in lessons if p.name[:2] <= "08"} & flagged
-    from durable_lite.engines import dbos_support, postgres, temporal_server
+    from durable_lite.engines.dbos import postgres, support as dbos_support
+    from durable_lite.engines.temporal import server as temporal_server
     why = rules.engines_unavailable()
     checks = [dbos_support.sqlite_usable(), postgres.available(), temporal_server.available()]
     assert (why is None) == all(ok for ok, _ in checks)

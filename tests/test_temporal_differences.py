@@ -14,9 +14,10 @@ from engines_support import pair
 
 import durable_lite as dl
 from durable_lite import examples as ex
-from durable_lite.engines import differences, parity, refund_temporal, temporal_pitfalls
-from durable_lite.engines import temporal_support
-from durable_lite.engines.temporal_worker import start_worker
+from durable_lite.engines.compare import differences, parity
+from durable_lite.engines.temporal import (pitfalls as temporal_pitfalls, refund as refund_temporal,
+                                           support as temporal_support)
+from durable_lite.engines.temporal.worker import start_worker
 from durable_lite.sim import World
 
 TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -111,7 +112,7 @@ def test_a_waiting_run_needs_no_worker_on_temporal(tmp_path, temporal_address):
     no worker alive; a worker started afterwards finishes the run."""
     dl_world, dl_work = pair(tmp_path, "durable_lite")
     engine = engine_at(dl_work)
-    from durable_lite.engines import refund_durable_lite
+    from durable_lite.engines.lite import refund as refund_durable_lite
     refund_durable_lite.start(engine, dl_world, "A-101", 250, "refund-A-101", cooling_off=0)
     refund_durable_lite.approve(engine, "refund-A-101")
     assert engine.get("refund-A-101").status == "waiting"           # nothing woke it

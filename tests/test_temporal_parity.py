@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from engines_support import *  # noqa: F401,F403
 
-from durable_lite.engines import parity
+from durable_lite.engines.compare import parity
 
 pytestmark = pytest.mark.crash
 

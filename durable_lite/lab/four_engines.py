@@ -1,6 +1,6 @@
 """Lesson 15's pictures: one crash table across four engines, and two histories side by side.
 
-    table = crash_table.committed()          # durable_lite.engines.crash_table
+    table = crash_table.committed()          # durable_lite.engines.compare.crash_table
     crash_heat_map(table); plt.show()
     histories_side_by_side(temporal_rows, durable_lite_rows)
 
@@ -28,8 +28,8 @@ def crash_heat_map(table, ax=None, title=None):
     column per engine (by its label: "LangGraph (sync)"). Each cell reads "refunds paid ·
     emails · tickets closed"; its colour is how many of the three the customer saw twice.
     A cell whose counts differ from durable_lite's is framed and names, in a word, the
-    registered difference (differences.py, crash_table.KNOWN) that explains it; a cell
-    that reads like durable_lite's carries no mark. Returns the figure."""
+    registered difference (engines/compare/differences.py, crash_table.KNOWN) that explains
+    it; a cell that reads like durable_lite's carries no mark. Returns the figure."""
     try:
         import matplotlib.pyplot as plt
         from matplotlib.colors import to_rgb
@@ -37,7 +37,7 @@ def crash_heat_map(table, ax=None, title=None):
     except ImportError:
         raise ImportError("crash_heat_map needs matplotlib: "
                           "pip install 'durable-lite[lab]'") from None
-    from ..engines import crash_table as ct
+    from ..engines.compare import crash_table as ct
     cases, columns = table.cases, table.columns
     differs = {(ct.case_id(case), column) for case, column, _ in table.shown_differences()}
     if ax is None:
@@ -168,13 +168,13 @@ def fitted_table(frame, widths=None, code=()):
 def port_table():
     """Lesson 15's port, concept by concept (concepts.engine_port_table), fitted to the
     output area: a line of code per engine, then what does not change."""
-    from ..engines import concepts
+    from ..engines.compare import concepts
     frame = concepts.engine_port_table().set_index("concept")
     return fitted_table(frame, widths=(1.3, 1.7, 1.7, 1.8, 1.8, 2.2),
                         code=concepts.ENGINE_COLUMNS)
 
 
 def choosing_table():
-    """Lesson 15's last table: a question a row, an engine a column (engines.choosing)."""
-    from ..engines import choosing
+    """Lesson 15's last table: a question a row, an engine a column (engines.compare.choosing)."""
+    from ..engines.compare import choosing
     return fitted_table(choosing.table(), widths=(1.3, 2, 2, 2, 2))

@@ -1,7 +1,7 @@
 """Exercise 14: port two durable_lite workflows to DBOS; graded by running each port beside
 its original and comparing what the simulated world recorded.
 
-The originals live in durable_lite/engines/subscription_durable_lite.py (the notebook
+The originals live in durable_lite/engines/lite/subscription.py (the notebook
 shows them): `cancel_subscription` (a keyed cancellation, a keyed refund of the unused
 part when there is one, an unkeyed goodbye email) and `pause_subscription` (an email, a
 wait for the customer's answer with a deadline, then a keyed pause or a second email).
@@ -9,7 +9,7 @@ wait for the customer's answer with a deadline, then a keyed pause or a second e
 How a port is run. The learner's answer is a DBOS workflow defined in a notebook cell. The
 check reads that whole cell (the code Python compiled it from), puts the exercise's given
 imports above it, and saves it as a module in a fresh temporary folder. DBOS worker
-processes (engines/dbos_worker.py) import that module, so nothing in the notebook's memory
+processes (engines/dbos/worker.py) import that module, so nothing in the notebook's memory
 helps, and run it on a system database of their own: SQLite where DBOS can use it, else a
 throwaway Postgres; where neither works, every check says so.
 
@@ -17,13 +17,13 @@ q1, the same crash: each case draws a subscription, an amount and a run id (the 
 workflow id), pre-loads two fresh worlds with the same earlier refunds and cancellations
 (so no literal id can match), then runs the original in durable_lite child processes and
 the port in DBOS workers, each SIGKILLed at the same crash point and restarted by a fresh
-process (engines/killed.py). The outcomes must agree: whether the process was killed, the
+process (engines/compare/killed.py). The outcomes must agree: whether the process was killed, the
 final status and result, the steps recorded (when the fresh process took over, and at the
 end), and the ledgers (refunds, refund requests, plan records, emails).
 
 Properties a right q1 answer has, and the test whose fresh cases vary each:
   - its steps keep the original's names and order (lookup, cancel, refund, goodbye),
-    declared with dbos_faults.step so the crash points exist: every test compares the
+    declared with dbos/faults.py's step so the crash points exist: every test compares the
     steps recorded; "killed at two more crash points" draws two of the nine other points;
   - both branches: a refund when something is unused (every test), none at unused = 0
     (its own test: the boundary of `if unused > 0`);
@@ -66,8 +66,9 @@ import time
 
 from ...clock import FakeClock, SequentialIds
 from ...engine import Engine
-from ...engines import dbos_support, killed, postgres
-from ...engines import subscription_durable_lite as subscriptions
+from ...engines.compare import killed
+from ...engines.dbos import postgres, support as dbos_support
+from ...engines.lite import subscription as subscriptions
 from ...faults import AFTER_CHECKPOINT, AFTER_EFFECT, BEFORE_STEP, CrashAt
 from ...sim import World
 from ...store import SQLiteStore
@@ -78,7 +79,7 @@ from ..portable import cell_source, defines
 # Loaded now, before any answer cell runs, so the grader's fingerprint of the grading code
 # in memory covers them too (protocol.py). Without DBOS installed, every check says so.
 try:
-    from ...engines import dbos_worker
+    from ...engines.dbos import worker as dbos_worker
 except ImportError:
     dbos_worker = None
 
@@ -93,10 +94,10 @@ STEPS = ("lookup", "cancel", "refund", "goodbye")
 PREAMBLE = '''\
 from dbos import DBOS
 
-from durable_lite.engines.dbos_faults import step
-from durable_lite.engines.subscription_durable_lite import (CONFIRM, DAY, cancel_plan,
-                                                            lookup_subscription, pause_plan,
-                                                            refund_unused, send_email)
+from durable_lite.engines.dbos.faults import step
+from durable_lite.engines.lite.subscription import (CONFIRM, DAY, cancel_plan,
+                                                    lookup_subscription, pause_plan,
+                                                    refund_unused, send_email)
 from durable_lite.keys import derive_key
 '''
 
@@ -146,7 +147,8 @@ def _database(folder) -> str:
 # the learner's port, as a module a fresh process imports -----------------------------------
 def _taken_names() -> set:
     """Workflow names a DBOS worker of this course registers before it imports a port."""
-    from ...engines import refund_dbos, research_dbos        # what dbos_worker imports
+    # what dbos/worker.py imports
+    from ...engines.dbos import refund as refund_dbos, research as research_dbos
     return {v.dbos_function_name for m in (refund_dbos, research_dbos)
             for v in vars(m).values() if hasattr(v, "dbos_function_name")}
 
@@ -285,7 +287,7 @@ def _where(case, crash) -> str:
             f"{case.run_id!r}, {what}")
 
 
-STEP_HINT = ("declare each step with step(name) from durable_lite.engines.dbos_faults (it is "
+STEP_HINT = ("declare each step with step(name) from durable_lite.engines.dbos.faults (it is "
              "DBOS.step plus the course's crash points), named as in the original: "
              + ", ".join(STEPS))
 IMPORT_HINT = ("the worker imports your answer cell on its own, with only the given imports "

@@ -2,7 +2,7 @@
 running each port beside the original under the same SIGKILL and the same replies, and
 comparing what the simulated world recorded.
 
-The original lives in durable_lite/engines/renewal_durable_lite.py (the notebook shows it):
+The original lives in durable_lite/engines/lite/renewal.py (the notebook shows it):
 `renew_subscription` looks the customer up ("customer"), sends a notice without a key
 ("notice"), waits for the customer's reply on the signal REPLY with a deadline, then either
 cancels the plan with a key ("cancel", when the reply says cancel) or charges the renewal
@@ -13,11 +13,11 @@ How a port is run. The learner's answer is defined in a notebook cell. The check
 whole cell (the code Python compiled it from), puts the exercise's given imports above it,
 and saves it as a module in a fresh temporary folder; worker processes import that module,
 so nothing in the notebook's memory helps. Temporal ports run in Temporal workers
-(engines/temporal_worker.py) on one dev server that the check starts the first time it is
+(engines/temporal/worker.py) on one dev server that the check starts the first time it is
 needed and that stops when the kernel (or the test session) ends; each case has a task
-queue of its own. LangGraph ports run in LangGraph worker processes (engines/
-langgraph_worker.py), each case on a SqliteSaver file of its own. The original runs in
-durable_lite child processes on FakeClocks. engines/killed_waiting.py plays the same story
+queue of its own. LangGraph ports run in LangGraph worker processes (engines/langgraph/
+worker.py), each case on a SqliteSaver file of its own. The original runs in durable_lite
+child processes on FakeClocks. engines/compare/killed_waiting.py plays the same story
 on each engine: start, SIGKILL at the crash point, the reply, a fresh process to finish.
 
 Every case draws a subscription, a price and a run id (the workflow id, the thread id),
@@ -26,10 +26,10 @@ can match. A fresh process that takes over after a kill reads a wall clock a dra
 more ahead (grading/wall_clock.py), as a worker coming back the next day would.
 
 q1 (Temporal). Properties a right answer has, and the test whose fresh cases vary each:
-  - its activities keep the original's names and order, declared with
-    temporal_faults.activity and called with temporal_faults.step, so the crash points
-    exist: every test compares the activities the server recorded with the original's
-    steps; a renamed activity is never killed at its point;
+  - its activities keep the original's names and order, declared with activity and
+    called with step, both from temporal/faults.py, so the crash points exist: every test
+    compares the activities the server recorded with the original's steps; a renamed
+    activity is never killed at its point;
   - every branch: the reply keeps the plan (its test), cancels it (its test), or none
     comes before the deadline (its test), and no reply is not a reply that keeps;
   - the reply is the signal REPLY, kept in the workflow's state whenever it arrives, and
@@ -55,7 +55,7 @@ q1 (Temporal). Properties a right answer has, and the test whose fresh cases var
   - the result built from what the activities returned (ids drawn by pre-loaded worlds).
 
 q2 (LangGraph). Properties a right answer has, and the test whose fresh cases vary each:
-  - its tasks keep the original's names and order, declared with langgraph_faults.step
+  - its tasks keep the original's names and order, declared with step from langgraph/faults.py
     (imported as `task`), so the crash points exist; other tasks (a clock) may be added;
   - every effect inside a task: code outside a task runs again each time the thread is
     invoked, and every test invokes it at least twice (to start, to answer);
@@ -95,7 +95,7 @@ import secrets
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from ...engines import renewal_durable_lite as renewal
+from ...engines.lite import renewal
 from ...faults import AFTER_CHECKPOINT, AFTER_EFFECT, BEFORE_STEP, CrashAt
 from ...sim import World
 from .. import wall_clock
@@ -107,8 +107,9 @@ from ..portable import cell_source, defines
 # in memory covers them too (protocol.py). Without the engines extra, every check says so.
 try:
     from ...child import child_group, kill_children
-    from ...engines import killed_waiting, temporal_server, temporal_worker
-    from ...engines import langgraph_support, langgraph_worker
+    from ...engines.compare import killed_waiting
+    from ...engines.langgraph import support as langgraph_support, worker as langgraph_worker
+    from ...engines.temporal import server as temporal_server, worker as temporal_worker
 except ImportError:
     killed_waiting = None
 
@@ -131,9 +132,9 @@ import asyncio
 
 from temporalio import workflow
 
-from durable_lite.engines.renewal_durable_lite import (DAY, REPLY, cancel_plan, charge_renewal,
-                                                       lookup_subscription, send_email)
-from durable_lite.engines.temporal_faults import activity, step
+from durable_lite.engines.lite.renewal import (DAY, REPLY, cancel_plan, charge_renewal,
+                                               lookup_subscription, send_email)
+from durable_lite.engines.temporal.faults import activity, step
 from durable_lite.keys import derive_key
 """
 LANGGRAPH_IMPORTS = """\
@@ -141,10 +142,10 @@ from langgraph.config import get_config
 from langgraph.func import entrypoint
 from langgraph.types import interrupt
 
-from durable_lite.engines.langgraph_faults import step as task
-from durable_lite.engines.renewal_durable_lite import (DAY, REPLY, WAKE_UP, cancel_plan,
-                                                       charge_renewal, lookup_subscription,
-                                                       send_email)
+from durable_lite.engines.langgraph.faults import step as task
+from durable_lite.engines.lite.renewal import (DAY, REPLY, WAKE_UP, cancel_plan,
+                                               charge_renewal, lookup_subscription,
+                                               send_email)
 from durable_lite.keys import derive_key
 """
 # What each saved module starts with: a wall clock moved on by the seconds the grader puts
@@ -156,7 +157,7 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     import durable_lite.grading.wall_clock as _wall_clock
-    import durable_lite.engines.renewal_durable_lite, durable_lite.engines.temporal_faults
+    import durable_lite.engines.lite.renewal, durable_lite.engines.temporal.faults
     import durable_lite.keys
 if not workflow.unsafe.in_sandbox():
     _wall_clock.move_from_environment()
@@ -481,8 +482,9 @@ TEMPORAL = Words("Temporal", "activity", "activities",
                  "the server had recorded the completed activities",
                  "the server had recorded the completed activities", "the worker that took over",
                  "workflow id",
-                 "declare each activity with activity(name) from temporal_faults and call it "
-                 "with its step(name, ...), named as in the original: " + ", ".join(STEPS))
+                 "declare each activity with activity(name) from "
+                 "durable_lite.engines.temporal.faults and call it with its step(name, ...), "
+                 "named as in the original: " + ", ".join(STEPS))
 LANGGRAPH = Words("LangGraph", "task", "tasks",
                   "your thread had gone through the tasks", "the checkpoint held the tasks",
                   "the fresh process", "thread id",
@@ -608,7 +610,8 @@ def _why_steps_differ(words, original_out, port, case) -> str:
     emails = len(port["emails"]) - len(original_out["emails"])
     if words is LANGGRAPH and not port["steps"]:
         return ("the check saw none of your tasks run: it sees tasks declared with task(name) "
-                "from langgraph_faults, LangGraph's @task with the crash points")
+                "from durable_lite.engines.langgraph.faults, LangGraph's @task with the crash "
+                "points")
     if emails > 0 and set(missing) & {"notice", "receipt"}:
         return (f"an email went out without a {words.step} of the original's name "
                 f"({', '.join(missing)}): code outside a {words.step} runs again whenever the "
