@@ -54,6 +54,8 @@ except ImportError as missing:
     raise ImportError("durable_lite.lab.contents is JupyterLab's file manager for the course and "
                       "needs JupyterLab: pip install 'durable-lite[lab]'") from missing
 
+from .copies import Copies  # noqa: E402  (after the JupyterLab check above)
+
 READ_ONLY = ["notebooks", "notebooks/*"]
 
 WHY = ("{path} is part of the course, and JupyterLab keeps the course's notebooks/ folder "
@@ -66,6 +68,10 @@ class CourseContentsManager(AsyncLargeFileManager):
 
     read_only = List(Unicode(), default_value=READ_ONLY, config=True,
                      help="Glob patterns of paths (relative to the root) that are read-only.")
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.copies = Copies()
 
     def is_read_only(self, path: str) -> bool:
         """Is what `path` names read-only, or inside something that is, however the path
@@ -121,7 +127,10 @@ class CourseContentsManager(AsyncLargeFileManager):
     # what the server refuses, whoever asks
     async def save(self, model, path=""):
         self._refuse(path)
-        return await super().save(model, path)
+        existed = await self.file_exists(path)
+        saved = await super().save(model, path)
+        self.copies.saw(self, model, path, existed)      # a lesson's copy keeps its kernel
+        return saved
 
     async def delete_file(self, path):
         self._refuse(path, removing=True)

@@ -74,9 +74,10 @@ def lesson_url(port: int, token: str, lesson: str = LESSON) -> str:
 
 
 def course_options() -> List[str]:
-    """The JupyterLab options that make it the course's: read-only lessons, no news, no
-    update check. The browser tests start their JupyterLab with the same ones."""
+    """The JupyterLab options that make it the course's: read-only lessons (and a lesson's
+    copy that keeps the lesson's kernel), no news, no update check. The browser tests start their JupyterLab with the same ones."""
     return ["--ServerApp.contents_manager_class=durable_lite.lab.contents.CourseContentsManager",
+            "--ServerApp.session_manager_class=durable_lite.lab.copies.CourseSessionManager",
             "--LabApp.news_url=None",
             "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
 

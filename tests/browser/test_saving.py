@@ -183,6 +183,56 @@ def test_run_all_save_and_reopen_leave_the_lesson_as_shipped_and_its_widgets_liv
     assert digest(lesson) == shipped and git(course, "status", "--porcelain") == ""
 
 
+def test_save_as_opens_the_copy_on_the_lessons_kernel_with_its_widgets_live(
+        course, browser, serve, pages, keep_screenshot):
+    """File → Save Notebook As… into my_work/, as a learner does it: the copy opens on the
+    lesson's own kernel (durable_lite/lab/copies.py), so its widgets are the lesson's, live,
+    and no second kernel starts."""
+    copy = "my_work/00_welcome_mine.ipynb"
+    server = serve(course)
+    notebook = open_page(browser, server, LESSON, pages).run_all()
+    click_me(notebook)
+    page = notebook.page
+    lesson_kernel = page.evaluate("() => window.__durableLitePanel.sessionContext.session.kernel.id")
+    page.evaluate("() => { window.jupyterapp.commands.execute('docmanager:save-as'); }")
+    field = page.locator(".jp-Dialog input")
+    expect(field).to_be_visible()
+    field.fill(copy)
+    page.locator(".jp-Dialog button").filter(has_text="Save").click()
+    wait_for(lambda: (course / copy).exists(), 60, f"Save As to write {copy}")
+
+    # JupyterLab opens the copy and closes the lesson, which has run, so it asks whether to
+    # save the lesson; the learner's work is in the copy already: Discard, as lesson 00 says.
+    prompt = page.locator(".jp-Dialog")
+    expect(prompt).to_contain_text("Save your work")
+    keep_screenshot(notebook, "save-as-prompt")
+    prompt.locator("button").filter(has_text="Discard").click()
+    page.wait_for_function("""path => {
+        const w = Array.from(window.jupyterapp.shell.widgets('main'))
+                       .find(w => w.context && w.context.path === path);
+        const kernel = w && w.sessionContext.session && w.sessionContext.session.kernel;
+        if (!kernel || kernel.status !== 'idle') { return false; }
+        window.__durableLitePanel = w;          // the notebook the learner goes on in
+        return true; }""", arg=copy)
+    copy_kernel = page.evaluate("() => window.__durableLitePanel.sessionContext.session.kernel.id")
+    assert copy_kernel == lesson_kernel, "the copy started a kernel of its own"
+    assert [k["id"] for k in server._api("GET", "/api/kernels")] == [lesson_kernel]
+
+    panel = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
+    out = panel.locator(".jp-Notebook .jp-Cell").nth(CLICK_ME).locator(".jp-OutputArea-output").first
+    notebook.focus = out
+    expect(out).to_contain_text("clicked 1 time(s): widgets work")   # the lesson's state
+    keep_screenshot(notebook, "copy-opened")
+    button(out, "Click me").click()
+    expect(out).to_contain_text("clicked 2 time(s): widgets work")   # live: the same kernel
+    assert panel.locator(".jp-OutputArea-output").filter(
+        has_text=re.compile(r"Error displaying widget|Loading widget")).count() == 0
+    keep_screenshot(notebook, "copy-clicked")
+    assert json.loads((course / copy).read_text())["cells"][0]["id"] == \
+        json.loads((course / LESSON).read_text())["cells"][0]["id"]
+    assert git(course, "status", "--porcelain") == ""          # my_work/ is ignored by git
+
+
 def test_a_saved_copy_whose_kernel_has_gone_shows_what_lesson_00_says(course, browser, serve,
                                                                    pages, keep_screenshot):
     """File → Save Notebook As… into my_work/ keeps the widget views; in a new kernel they
