@@ -23,7 +23,7 @@ import pytest
 from durable_lite.grading import checks, exercise
 
 ROOT = Path(__file__).resolve().parent.parent
-SEEDS = (1, 2)
+SEEDS = (1,)        # one seed: tests/test_grading_round4_*.py prove every seed draws each case
 _cells = itertools.count()
 
 
