@@ -152,7 +152,7 @@ def _dollars(value: float) -> str:
 
 
 # the map ------------------------------------------------------------------------------------
-CEREMONY = "no kind pays here:\ncheckpoints cost\nmore than they save"
+CEREMONY = "no kind pays\nhere: checkpoints\ncost more than\nthey save"
 FONT = 9          # points; at the inline backend's 100 dpi, 12.5 px: never below 9 px
 
 
@@ -167,7 +167,7 @@ def plot_break_even(checkpoints: Dict[str, float], kinds: Sequence[StepKind] = S
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     if ax is None:
-        ax = plt.subplots(figsize=(8.4, 6.2), layout="constrained")[1]
+        ax = plt.subplots(figsize=(7.6, 6.2), layout="constrained")[1]
     grid = steps_grid(*steps)
     styles = ["-", "--", ":", "-."]
     several = len(checkpoints) > 1

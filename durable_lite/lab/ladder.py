@@ -383,7 +383,7 @@ def plot_ladder(reference: Sequence[RungTiming], measured: Optional[Sequence[Run
     from matplotlib.ticker import FuncFormatter
 
     if ax is None:
-        ax = plt.subplots(figsize=(8.4, 5.0), layout="constrained")[1]
+        ax = plt.subplots(figsize=(7.6, 5.0), layout="constrained")[1]
     colours = {NOTHING: "#aab7c4", KILL: "#2471a3", POWER: "#c0392b"}
     ref = {t.key: t for t in reference}
     keys = [r.key for r in RUNGS if r.key in ref]

@@ -153,12 +153,31 @@ MAP = {
 }
 
 
-def concept_map(sources: bool = False):
-    """The map as a DataFrame: one row per concept, one column per engine."""
+# The engines by how they run your code, as lesson 14 reads the map: two at a time, a table
+# each, so that every name fits a laptop's screen beside the concept it names.
+FAMILIES = {
+    "libraries over a database you run": ("durable_lite", "DBOS"),
+    "servers that keep the history and drive your code": ("Temporal", "Restate"),
+    "platforms that call your code once per step": ("Inngest", "AWS Lambda durable functions"),
+    "a graph's state saved between nodes": ("LangGraph",),
+}
+
+
+def concept_map(sources: bool = False, engines=ENGINES):
+    """The map as a DataFrame: one row per concept, one column per engine (all of them, or
+    those named in `engines`, in that order)."""
     import pandas
-    rows = {c: {e: (MAP[e][c].source or "—") if sources else MAP[e][c].name for e in ENGINES}
+    unknown = [e for e in engines if e not in MAP]
+    if unknown:
+        raise ValueError(f"no engine {unknown[0]!r} in the concept map; it has {list(ENGINES)}")
+    rows = {c: {e: (MAP[e][c].source or "—") if sources else MAP[e][c].name for e in engines}
             for c in CONCEPTS}
-    return pandas.DataFrame.from_dict(rows, orient="index")[list(ENGINES)]
+    return pandas.DataFrame.from_dict(rows, orient="index")[list(engines)]
+
+
+def concept_maps():
+    """The map one family of engines at a time (FAMILIES): {family: DataFrame}."""
+    return {family: concept_map(engines=engines) for family, engines in FAMILIES.items()}
 
 
 def unconfirmed():
@@ -186,12 +205,18 @@ PORT = [
 
 
 def port_table():
-    """The port as a DataFrame: concept, the durable_lite line, the DBOS line. (Single
-    spaces around "...": pandas 2 writes a double space into HTML as &nbsp;, pandas 3 does
-    not, and the lesson must print the same table on both.)"""
+    """The port as a DataFrame: for each concept, the durable_lite line above the DBOS line
+    (a row each, so the table fits a laptop's screen; side by side, the two columns of code
+    were wider than it). Single spaces around "...": pandas 2 writes a double space into
+    HTML as &nbsp;, pandas 3 does not, and the lesson must print the same table on both."""
     import pandas
-    rows = [[text.replace("  ...  ", " ... ") for text in row] for row in PORT]
-    return pandas.DataFrame(rows, columns=["concept", "durable_lite", "DBOS"])
+    keys, lines = [], []
+    for concept, *code in PORT:
+        for engine, line in zip(("durable_lite", "DBOS"), code):
+            keys.append((concept, engine))
+            lines.append(line.replace("  ...  ", " ... "))
+    index = pandas.MultiIndex.from_tuples(keys, names=["concept", "engine"])
+    return pandas.DataFrame({"the line": lines}, index=index)
 
 
 # the port to LangGraph -------------------------------------------------------------------------

@@ -148,8 +148,9 @@ class Tour:
         """Start each workflow of pitfalls.REFUSED (each does one thing the
         sandbox refuses; `path` is a file one of them opens) and its replay-safe
         counterpart, wait until each has completed or had its first workflow task
-        refused, and say what happened: a row each (workflow, its code, status, the
-        first words of the refusal). The refused runs are then terminated: left open,
+        refused, and say what happened: a row each (workflow, its code, status, what the
+        sandbox said it cannot access: the refusal's first words, "Cannot access", are the
+        column's name). The refused runs are then terminated: left open,
         the server would retry their tasks for ever."""
         from . import support as temporal_support
         _, play = self._fresh("sandbox")
@@ -167,8 +168,12 @@ class Tour:
                 if status != "running" or failed or time.monotonic() > deadline:
                     break
                 time.sleep(0.05)
+            # "Cannot access time.time.__call__ from inside a workflow...": the name of what
+            # was called, the rest said by the column's name
+            refusal = failed[0].split(" from inside")[0] if failed else ""
+            refused = refusal.removeprefix("Cannot access ").removesuffix(".__call__")
             rows.append({"workflow": name, "its code": code, "status": status,
-                         "refused": failed[0].split(" from inside")[0] if failed else ""})
+                         "the sandbox: cannot access": refused})
             if status == "running":
                 temporal_support.call(_terminate, self.address, workflow_id)
         return rows
