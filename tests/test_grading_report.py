@@ -14,7 +14,7 @@ import pytest
 from durable_lite.grading import exercise
 from durable_lite.grading.report import COLUMNS, find_notebooks, report
 
-from grading_support import ROOT, learner
+from grading_support import ROOT, check_outputs, learner
 
 HANGS = ("import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
          "while True:\n    time.sleep(0.1)")
@@ -120,7 +120,10 @@ def test_a_class_of_typical_wrong_answers_fails_each_where_it_names_its_mistake(
     """One plausible wrong answer per exercise (grading_support.WRONG), graded as a class:
     the question whose answer it replaces fails, and no check breaks on it. Each is handed
     in on the untouched exercise, its other questions not attempted (no check runs for
-    them): test_grading.py grades every solution in full, and the class need not again."""
+    them): test_grading_every_notebook.py grades every solution in full, and the class need
+    not again. The untouched questions are also what an untouched exercise shows: each
+    check cell names its question and says "not attempted yet", and none raises (so
+    test_grading_every_notebook.py grades untouched only the exercises of one question)."""
     from durable_lite.grading import exercise
 
     from grading_support import WRONG
@@ -151,3 +154,12 @@ def test_a_class_of_typical_wrong_answers_fails_each_where_it_names_its_mistake(
     assert others == {"not attempted"}, others
     assert "check error" not in {r["status"] for r in rows}
     assert all(not g.score.note and not g.score.tampered for g in result.graded)
+    for graded in result.graded:
+        text, errors = check_outputs(graded.score)
+        assert not errors and "Traceback" not in text, (graded.learner, errors)
+        untouched = [q for q in graded.score.questions if q["status"] == "not attempted"]
+        assert untouched or len(graded.score.questions) == 1, graded.learner
+        for q in graded.score.questions:
+            assert q["tests"] and all(t["message"] for t in q["tests"] if t["status"] != "passed"), q
+            assert f"{q['question']} · {q['title']}" in text, (graded.learner, q["question"])
+        assert text.count("not attempted yet") == len(untouched), graded.learner

@@ -67,8 +67,9 @@ def course(tmp_path):
     return repo
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def browser():
+    """One Chromium for the module's tests (each opens its own pages, closed after it)."""
     from playwright.sync_api import expect as playwright_expect, sync_playwright
     from jupyter_driver import EXPECT_TIMEOUT_MS
 
