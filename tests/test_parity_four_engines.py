@@ -144,3 +144,18 @@ def test_the_finding_names_the_columns_that_differ():
 def _tests_in(filename):
     with open(os.path.join(TESTS_DIR, filename), encoding="utf-8") as f:
         return set(re.findall(r"^def (test_\w+)", f.read(), re.M))
+
+
+def test_lesson_14s_two_columns_are_the_committed_tables_own_and_read_alike():
+    """Lesson 14 shows durable_lite beside DBOS (CrashTable.only) and says every DBOS cell
+    repeats its durable_lite neighbour: the committed measurement says so."""
+    table = ct.committed()
+    two = table.only(["durable_lite", "DBOS"])
+    assert two.columns == ["durable_lite", "DBOS"] and two.cases == table.cases
+    assert all(two.cell(case, column) == table.cell(case, column)
+               for case in two.cases for column in two.columns)
+    assert two.shown_differences() == []
+    with pytest.raises(ValueError, match="durable_lite must be one of those kept"):
+        table.only(["DBOS"])
+    with pytest.raises(ValueError, match="the table's columns are"):
+        table.only(["durable_lite", "Restate"])

@@ -48,6 +48,7 @@ _EXPORTS = {
     "FLOOD_WORKERS": "flood_trial",
     # lesson 15: four engines
     "crash_heat_map": "four_engines",
+    "fitted_table": "four_engines",
     "histories_side_by_side": "four_engines",
 }
 

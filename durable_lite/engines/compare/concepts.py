@@ -205,18 +205,12 @@ PORT = [
 
 
 def port_table():
-    """The port as a DataFrame: for each concept, the durable_lite line above the DBOS line
-    (a row each, so the table fits a laptop's screen; side by side, the two columns of code
-    were wider than it). Single spaces around "...": pandas 2 writes a double space into
-    HTML as &nbsp;, pandas 3 does not, and the lesson must print the same table on both."""
+    """The port as a DataFrame: one row per concept, the durable_lite line and the DBOS
+    line. (Single spaces around "...": pandas 2 writes a double space into HTML as &nbsp;,
+    pandas 3 does not, and the lesson must print the same table on both.)"""
     import pandas
-    keys, lines = [], []
-    for concept, *code in PORT:
-        for engine, line in zip(("durable_lite", "DBOS"), code):
-            keys.append((concept, engine))
-            lines.append(line.replace("  ...  ", " ... "))
-    index = pandas.MultiIndex.from_tuples(keys, names=["concept", "engine"])
-    return pandas.DataFrame({"the line": lines}, index=index)
+    rows = [[text.replace("  ...  ", " ... ") for text in row] for row in PORT]
+    return pandas.DataFrame(rows, columns=["concept", "durable_lite", "DBOS"]).set_index("concept")
 
 
 # the port to LangGraph -------------------------------------------------------------------------

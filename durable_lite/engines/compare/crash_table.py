@@ -163,6 +163,17 @@ class CrashTable:
         names = {column for _, column in self.cells}
         return [column for column in COLUMNS if column in names]
 
+    def only(self, columns) -> "CrashTable":
+        """The same table with only `columns` (durable_lite among them: every other column
+        is read against it), as lesson 14 shows durable_lite beside DBOS."""
+        columns = list(columns)
+        missing = [c for c in columns if c not in self.columns]
+        if missing or "durable_lite" not in columns:
+            raise ValueError(f"only({columns!r}): the table's columns are {self.columns}, "
+                             "and durable_lite must be one of those kept")
+        return CrashTable({key: cell for key, cell in self.cells.items() if key[1] in columns},
+                          self.measured_with)
+
     def differences(self) -> list:
         """[(case, column, what differs from durable_lite's cell)] for every cell that is
         not durable_lite's, in table order."""
