@@ -195,12 +195,12 @@ PORT = [
      'idempotency_key("refund", order_id)'),
     ("wait for the approval", "ctx.wait_for_signal(APPROVAL, timeout=approval_timeout)",
      "DBOS.recv(APPROVAL, timeout_seconds=approval_timeout)"),
-    ("send the approval", "engine.signal(run_id, APPROVAL, {", "DBOS.send(run_id, {"),
+    ("send the approval", 'engine.signal(run_id, APPROVAL, {"approved": True, "by": by})',
+     'DBOS.send(run_id, {"approved": True, "by": by}, APPROVAL)'),
     ("durable sleep", "ctx.sleep(cooling_off)", "DBOS.sleep(cooling_off)"),
     ("start under a run id",
-     "engine.start(refund_with_approval, folder, order_id, amount, run_id=run_id",
+     "engine.start(refund_with_approval, folder, order_id, amount, run_id=run_id, **options)",
      "with SetWorkflowID(run_id):"),
-    ("queue", "engine.recover()", "DBOS.enqueue_workflow(REFUNDS, refund_with_approval"),
 ]
 
 

@@ -219,7 +219,8 @@ class CrashTable:
         columns = sorted({label(column) for _, column, _ in self.shown_differences()},
                          key=[label(c) for c in COLUMNS].index)
         if not columns:
-            return "The same kill leaves the same ledgers on every engine"
+            engines = "both engines" if len(self.columns) == 2 else "every engine"
+            return f"The same kill leaves the same ledgers on {engines}"
         return ("The same kill leaves the same ledgers on every engine, except "
                 + " and ".join(columns))
 
