@@ -69,6 +69,8 @@ def lab(tmp_path_factory):
     try:
         running.start()
         yield running
+        for kernel in running.api("GET", "/api/kernels"):        # as a learner's Shut Down
+            running.api("DELETE", f"/api/kernels/{kernel['id']}")
     finally:
         running.stop()
         left = process_support.wait_until_none_left(str(base), deadline=60)
