@@ -31,6 +31,10 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="reads Linux's process table (/proc)")
 
 
+def _default_sigint():
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class Kernel:
     """A Python running `code` in a short temporary folder of its own; it reports what it
     started as JSON lines on stdout."""
@@ -39,9 +43,13 @@ class Kernel:
         self.temp = tempfile.mkdtemp(prefix="r4-kernel-", dir="/tmp")   # short: sockets
         self.marker = f"r4-orphans-{os.getpid()}-{time.monotonic_ns()}"
         env = {**os.environ, "TMPDIR": self.temp, "DL_ROUND4_MARKER": self.marker}
+        # Ctrl-C as in a terminal's kernel: Python turns SIGINT into KeyboardInterrupt only if
+        # the signal is not ignored when it starts, and a test process may have inherited or
+        # set it ignored (this test once waited 180 s for an answer to a SIGINT never seen).
         self.process = subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)],
                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                        text=True, env=env, cwd=self.temp)
+                                        text=True, env=env, cwd=self.temp,
+                                        preexec_fn=_default_sigint)
         self._lines = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
 
