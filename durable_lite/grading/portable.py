@@ -21,6 +21,7 @@ import ast
 import builtins
 import importlib
 import inspect
+import io
 import linecache
 import os
 import symtable
@@ -130,14 +131,12 @@ class _History:
                 tree = parse(cell)
             except SyntaxError:
                 continue                       # a cell that never ran defines nothing
+            lines = _lines(cell)
             for node in tree.body:
                 if isinstance(node, ast.Expr):
                     continue
-                segment = ast.get_source_segment(cell, node, padded=False)
-                if segment is None:
-                    continue
                 position = len(self.statements)
-                self.statements.append(_Statement(position, node, _with_decorators(cell, node, segment)))
+                self.statements.append(_Statement(position, node, _statement_source(lines, node)))
 
     def binding(self, name, before=None):
         end = len(self.statements) if before is None else before
@@ -205,14 +204,26 @@ def _cells(namespace) -> list:
     return cells
 
 
-def _with_decorators(cell, node, segment) -> str:
-    """The statement's whole source: ast's segment of a decorated def starts at `def`."""
+def _lines(cell) -> list:
+    """The cell's lines as the parser numbers them (ends kept; only \\n, \\r and \\r\\n end a
+    line), split once per cell: `ast.get_source_segment` splits the whole cell again for
+    every statement, which made a long history quadratic."""
+    return io.StringIO(cell, newline="").readlines()
+
+
+def _statement_source(lines, node) -> str:
+    """The statement's whole source, its decorators included (ast's positions of a
+    decorated def start at `def`). Columns are UTF-8 byte offsets, as ast gives them."""
     decorators = getattr(node, "decorator_list", None)
-    if not decorators:
-        return textwrap.dedent(segment)
-    lines = cell.splitlines(True)
-    first = min(d.lineno for d in decorators) - 1
-    return textwrap.dedent("".join(lines[first:node.end_lineno]))
+    if decorators:
+        first = min(d.lineno for d in decorators) - 1
+        return textwrap.dedent("".join(lines[first:node.end_lineno]))
+    start, end = node.lineno - 1, node.end_lineno - 1
+    if start == end:
+        return lines[start].encode()[node.col_offset:node.end_col_offset].decode()
+    head = lines[start].encode()[node.col_offset:].decode()
+    tail = lines[end].encode()[:node.end_col_offset].decode()
+    return textwrap.dedent("".join([head, *lines[start + 1:end], tail]))
 
 
 def _bound_names(node):
