@@ -6,6 +6,7 @@ JSON cannot hold, signals that arrive early or twice, a resume before a deadline
 run that is signalled, invalidating a run that waits, and so on.
 """
 
+import threading
 import time
 
 from core_support import *  # noqa: F401,F403
@@ -325,12 +326,18 @@ def test_a_caught_step_failure_replays_as_the_same_fallback(eng):
 
 def test_a_step_timeout_is_retried_then_fails_the_run(eng):
     spec = dl.Step("slow", timeout=0.05, retry=dl.Retry(2, initial=0.01, jitter=False))
+    # The step cannot finish before its timeout however busy the machine (a 0.3 s sleep
+    # once did, under a load of 10): it waits for an event set only after the run ended.
+    released = threading.Event()
 
     @dl.workflow("edge-timeout")
     def wf(ctx):
-        return ctx.step(spec, time.sleep, 0.3)
+        return ctx.step(spec, released.wait, 120)
 
-    run = eng.start(wf, run_id="to")
+    try:
+        run = eng.start(wf, run_id="to")
+    finally:
+        released.set()                      # the abandoned attempts' threads end now
     assert run.status == "failed"
     assert "after 2 attempt(s)" in run.error and "StepTimeout" in run.error
     assert [h["attempts"] for h in eng.history("to")] == [2]
