@@ -133,13 +133,14 @@ def test_a_store_that_fails_to_open_keeps_no_file_open_and_says_why(tmp_path):
     if not os.path.isdir("/proc/self/fd"):
         pytest.skip("needs /proc to list open files")
     path = str(tmp_path / "runs.db")
-    store_of_runs(path)
 
     def open_files():
         return sorted(p for p in (os.path.realpath(f"/proc/self/fd/{fd}")
                                   for fd in os.listdir("/proc/self/fd")) if p.startswith(path))
 
-    holder = sqlite3.connect(path, isolation_level=None)    # another writer, mid-transaction
+    # Another process creating the store, mid-transaction: this one must wait to create it.
+    # (A store already at the current schema opens beside a writer without waiting: below.)
+    holder = sqlite3.connect(path, isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")
     errors = []
 
@@ -157,6 +158,25 @@ def test_a_store_that_fails_to_open_keeps_no_file_open_and_says_why(tmp_path):
         for _ in range(3):
             fail_to_open()
         assert open_files() == after_one      # was: every failed open kept the file open
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+
+
+def test_a_store_at_the_current_schema_opens_beside_a_writer_mid_transaction(tmp_path):
+    """Opening reads the file's schema and writes nothing when it is current, so a reader
+    (a dashboard, a check) opens while an engine's transaction holds the write lock, and
+    reads what was committed."""
+    path = str(tmp_path / "runs.db")
+    store_of_runs(path)
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        store = dl.SQLiteStore(path, timeout=0)
+        try:
+            assert store.get_run("r5").status == "completed"
+        finally:
+            store.close()
     finally:
         holder.execute("ROLLBACK")
         holder.close()

@@ -79,9 +79,10 @@ class SQLiteStore(Store):
         self._check_can_write()
         self._db = None
         try:
-            self._check_is_ours_before_writing()
+            found = self._check_is_ours_before_writing()
             self._db = self._connect()
-            self._migrate()
+            if found != SCHEMA_VERSION:    # a new, empty or older file: create or migrate it
+                self._migrate()
             self._fold_long_log()
         except BaseException as exc:
             if self._db is not None:       # a store that failed to open holds nothing open
@@ -201,12 +202,14 @@ class SQLiteStore(Store):
                 "somewhere writable; the file was left untouched.")
 
     def _check_is_ours_before_writing(self):
-        """Refuse a file we did not write, before SQLite or a migration touches it."""
+        """Refuse a file we did not write, before SQLite or a migration touches it. Returns
+        the schema version the file holds, or None for a file with no store in it yet (a
+        store reopened at the current version needs no migration: most opens are those)."""
         if os.path.isdir(self.path):
             raise StoreFileError(f"{self.path} is a folder, not a store file; give the path "
                                  f"of a file in it, e.g. {os.path.join(self.path, 'runs.db')}")
         if not os.path.exists(self.path) or os.path.getsize(self.path) == 0:
-            return
+            return None
         # Only SQLite itself opens the file while it may be in use. Closing a descriptor of
         # our own would drop every POSIX lock this process's SQLite connections hold on it
         # (locks belong to the process, not the descriptor): another process would then see
@@ -215,7 +218,7 @@ class SQLiteStore(Store):
         try:
             tables = {r[0] for r in probe.execute("SELECT name FROM sqlite_master WHERE type='table'")}
             if not tables:
-                return  # an empty database: we may initialise it
+                return None  # an empty database: we may initialise it
             if "durable_lite_meta" not in tables:
                 raise StoreFileError(
                     f"{self.path} is a SQLite database but not a durable_lite store "
@@ -235,6 +238,7 @@ class SQLiteStore(Store):
             raise StoreFileError(
                 f"{self.path} was written by a newer durable_lite (schema {version}; this one "
                 f"reads up to {SCHEMA_VERSION}). Upgrade durable_lite; the file was left untouched.")
+        return version
 
     def _migrate(self):
         db = self._db
