@@ -33,7 +33,7 @@ from durable_lite.grading import checks, exercise
 from durable_lite.grading.exercises import ex15_port_to_temporal_and_langgraph as ex15
 from durable_lite.grading.grader import grade_notebook
 
-from grading_support import (ROOT, failed, learner, one_thread_at_a_time, run_tests,
+from grading_support import (ROOT, check_outputs, failed, learner, one_thread_at_a_time, run_tests,
                              spelled_out, statuses)
 
 EX = exercise("15_port_to_temporal_and_langgraph")
@@ -684,11 +684,18 @@ WRONG_Q2 = langgraph_port(late="reply == WAKE_UP")       # a late reply counts a
 
 
 def test_a_notebook_with_q1_untouched_and_a_late_reply_taken_for_an_answer(tmp_path):
+    """Exercise 15's entry in a class: test_grading_report.py's class of typical wrong
+    answers leaves this exercise to this test, which checks what the class checks of the
+    others (the untouched question says so in its check cell, no check cell raises)."""
     path = learner("15_port_to_temporal_and_langgraph", tmp_path,
                    cells={"renew_subscription = None": textwrap.dedent(WRONG_Q2)})
     score = grade_notebook(path, seed=64)
     assert statuses(score) == {"q1": "not attempted", "q2": "failed"}, score.report()
     assert score.notes == [] and not score.tampered
+    text, errors = check_outputs(score)
+    assert not errors and "Traceback" not in text, errors
+    assert text.count("not attempted yet") == 1
+    assert all(t["message"] for t in score.question("q2")["tests"] if t["status"] != "passed")
     q2 = [t["status"] for t in score.question("q2")["tests"]]
     assert q2 == ["passed"] * DEADLINE + ["failed"] + ["passed"] * (7 - DEADLINE), \
         [(t["name"][:40], t["message"]) for t in score.question("q2")["tests"]]
