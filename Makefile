@@ -1,6 +1,7 @@
 # Two commands do all the set-up on a fresh machine with Python 3.10+ and make:
 #   make lab    create .venv, install, start JupyterLab; the last line printed is lesson 00's link
 #   make test   create .venv, install, run every test (unit, crash, notebooks, grading)
+#   make hub    the course for a whole class, in their browsers (Linux; README: Run it on one server)
 # Both install the exact versions in constraints.txt (`make lock` refreshes it).
 PYTHON  ?= python3
 VENV    := .venv
@@ -9,8 +10,9 @@ STAMP   := $(VENV)/.installed-test
 INSTALL := $(BIN)/python -m pip install --disable-pip-version-check --progress-bar on -c constraints.txt
 MY_WORK := my_work
 PORT    ?=
+HOST    ?=
 
-.PHONY: lab test bench exercises grade report notebooks lock clean
+.PHONY: lab hub test bench exercises grade report notebooks lock clean
 
 # The first install takes minutes (README: "Two commands"), so it shows its progress: pip's
 # line per package, then, while pip unpacks them all without a word, how many are in place.
@@ -27,6 +29,14 @@ $(STAMP): pyproject.toml constraints.txt
 # notebooks/ read-only, waits until it answers, then prints the URL.
 lab: $(STAMP)
 	@$(BIN)/python -m durable_lite.lab.launch --my-work $(MY_WORK) --log $(VENV)/jupyterlab.log $(if $(PORT),--port $(PORT))
+
+# A workshop server: JupyterHub serves the course to a class, each learner their own
+# JupyterLab and my_work/; the state (learners, their work, the class code) stays in hub/.
+# Prints the learners' link and code, and the instructor's. Listens on every interface
+# (HOST=127.0.0.1: this machine only); PORT= picks the port. Ctrl-C stops all of it.
+# The hub extra (JupyterHub, its proxy, the idle culler) is part of the test install.
+hub: $(STAMP)
+	@$(BIN)/python -m durable_lite.hub.launch $(if $(PORT),--port $(PORT)) $(if $(HOST),--ip $(HOST))
 
 # Each test file (each notebook) runs whole on one worker, its tests in order; files are
 # shared among two workers more than the cores (at most 4), the longest first

@@ -108,7 +108,8 @@ class Sandbox:
 
     def env(self) -> dict:
         env = {k: v for k, v in os.environ.items()
-               if not k.startswith(("JUPYTER", "IPYTHON", "JPY_", "PYTHONSTARTUP", MARKER))}
+               if not k.startswith(("JUPYTER", "IPYTHON", "JPY_", "PYTHONSTARTUP", MARKER,
+                                    "DURABLE_LITE_PROGRESS"))}
         env.update({
             "HOME": str(self.home), "USERPROFILE": str(self.home),
             "IPYTHONDIR": str(self.ipython),

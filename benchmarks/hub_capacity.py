@@ -1,0 +1,293 @@
+"""How many learners one machine serves: `make hub` under a simulated class, measured.
+
+    .venv/bin/python benchmarks/hub_capacity.py [--levels 1 2 4 6 8] [--budget 1200]
+                                                [--engines] [--json PATH]
+
+For each class size N (the levels, smallest first), N learners sign in to a real hub on
+127.0.0.1 at once, each in their own thread of cookies, and each, through the hub's proxy
+and their own server, does what the first morning of the course does: runs every code cell
+of lessons 00, 01, 02 and 03 in a kernel (Jupyter's own websocket protocol, as JupyterLab
+does), then answers exercise 01's question 2 and runs its check. Every cell is timed.
+
+- *Slowdown*: each cell's time at N over the same cell's time when one learner ran alone
+  (N = 1), for cells that take 50 ms or more alone (shorter ones are noise). A class size
+  is served while the median slowdown stays at or under 2x; the run stops at the first
+  size past that, or when its time budget is spent.
+- *Memory per learner*: the proportional set size (PSS: shared pages split among their
+  users) of a learner's server and kernel, after the lessons ran, read from /proc.
+- *Lessons 14 and 15* (--engines): one learner alone runs each through the hub; its wall
+  time and the peak PSS of the learner's whole process tree while it ran (DBOS and a
+  PostgreSQL; a Temporal dev server and LangGraph) say what each learner adds in that hour.
+
+Everything it starts is stopped at the end (the hub, and so every server it started; see
+durable_lite/hub/). Results go to benchmarks/results/hub_capacity.json. The load average
+is printed beside each size: on a shared machine other work slows the cells too.
+"""
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from hub_notebooks import EXERCISE, QUESTION, answer_cell, check_cell, write_answer  # noqa: E402
+from hub_support import Learner, RunningHub, alive, descendants  # noqa: E402
+
+MORNING = ["00_welcome", "01_the_double_refund", "02_checkpoint_every_step",
+           "03_the_window_and_idempotency"]
+ENGINES = ["14_graduating_to_a_real_engine", "15_the_same_run_on_temporal_and_langgraph"]
+NOISE = 0.05                     # seconds: cells faster than this alone are not compared
+CELL_TIMEOUT = 600.0
+
+
+def code_cells(path: Path) -> list:
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    return ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
+
+
+# a kernel through the hub ------------------------------------------------------------------
+class Kernel:
+    """One kernel of a learner's server, driven over its websocket as JupyterLab drives it."""
+
+    def __init__(self, learner: Learner, notebook: str):
+        self.learner, self.notebook = learner, notebook
+
+    async def start(self):
+        from tornado.httpclient import HTTPRequest
+        from tornado.websocket import websocket_connect
+
+        code, session = await asyncio.to_thread(
+            self.learner.api, "POST", "sessions",
+            {"path": self.notebook, "type": "notebook", "name": "", "kernel": {"name": "python3"}})
+        assert code == 201, f"no kernel for {self.notebook}: {code} {session}"
+        self.session_id, self.kernel_id = session["id"], session["kernel"]["id"]
+        base = self.learner.hub.base.replace("http", "ws", 1)
+        cookies = "; ".join(f"{c.name}={c.value}" for c in self.learner.jar)
+        url = f"{base}/user/{self.learner.name}/api/kernels/{self.kernel_id}/channels"
+        self.socket = await websocket_connect(HTTPRequest(url, headers={"Cookie": cookies}),
+                                              max_message_size=256 << 20)
+        return self
+
+    async def run(self, code: str) -> float:
+        """Seconds from the request until the kernel is idle again after it."""
+        msg_id = uuid.uuid4().hex
+        message = {"header": {"msg_id": msg_id, "username": self.learner.name,
+                              "session": self.session_id, "msg_type": "execute_request",
+                              "version": "5.3", "date": ""},
+                   "parent_header": {}, "metadata": {}, "channel": "shell", "buffers": [],
+                   "content": {"code": code, "silent": False, "store_history": True,
+                               "user_expressions": {}, "allow_stdin": False,
+                               "stop_on_error": False}}
+        started = time.monotonic()
+        await self.socket.write_message(json.dumps(message))
+        while True:
+            text = await asyncio.wait_for(self.socket.read_message(), CELL_TIMEOUT)
+            if text is None:
+                raise RuntimeError("the kernel's websocket closed")
+            reply = json.loads(text)
+            if (reply.get("msg_type") == "status" and reply["parent_header"].get("msg_id") == msg_id
+                    and reply["content"].get("execution_state") == "idle"):
+                return time.monotonic() - started
+
+    async def stop(self):
+        self.socket.close()
+        await asyncio.to_thread(self.learner.api, "DELETE", f"sessions/{self.session_id}")
+
+
+async def morning(learner: Learner, my_work: Path) -> dict:
+    """Lessons 00-03, then exercise 01's q2 answered and checked: {cell key: seconds}."""
+    times = {}
+    for lesson in MORNING:
+        kernel = await Kernel(learner, f"notebooks/{lesson}.ipynb").start()
+        for i, code in enumerate(code_cells(ROOT / "notebooks" / f"{lesson}.ipynb")):
+            times[f"{lesson}[{i}]"] = await kernel.run(code)
+        await kernel.stop()
+    notebook = write_answer(my_work, right=True)
+    cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+    kernel = await Kernel(learner, f"my_work/{notebook.name}").start()
+    for i in (1, answer_cell(cells), check_cell(cells)):
+        times[f"{EXERCISE}[{i}]"] = await kernel.run("".join(cells[i]["source"]))
+    await kernel.stop()
+    return times
+
+
+# memory ------------------------------------------------------------------------------------
+def pss(pid: int) -> int:
+    """Proportional set size in bytes (0 if the process is gone)."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def server_of(hub: RunningHub, name: str):
+    """The pid of a learner's server: the process under the hub that runs in their folder."""
+    folder = str(hub.hub_folder / "users" / name)
+    for pid in descendants(hub.process.pid):
+        try:
+            if os.readlink(f"/proc/{pid}/cwd") == folder and b"jupyterhub.singleuser" in \
+                    Path(f"/proc/{pid}/cmdline").read_bytes():
+                return pid
+        except OSError:
+            continue
+    return None
+
+
+def tree_pss(pid: int) -> int:
+    return sum(pss(p) for p in {pid} | descendants(pid) if alive(p))
+
+
+class PeakWatch:
+    """The highest PSS of a process tree, sampled every half second in a thread."""
+
+    def __init__(self, pid: int):
+        self.pid, self.peak, self.done = pid, 0, threading.Event()
+        self.thread = threading.Thread(target=self._watch, daemon=True)
+        self.thread.start()
+
+    def _watch(self):
+        while not self.done.wait(0.5):
+            self.peak = max(self.peak, tree_pss(self.pid))
+
+    def stop(self) -> int:
+        self.done.set()
+        self.thread.join()
+        return self.peak
+
+
+# one class size ----------------------------------------------------------------------------
+async def one_level(hub: RunningHub, n: int, level: int) -> dict:
+    names = [f"l{level}n{i}" for i in range(n)]
+    learners = [Learner(hub, name) for name in names]
+    started = time.monotonic()
+    await asyncio.gather(*(asyncio.to_thread(lr.sign_in) for lr in learners))
+    spawns = await asyncio.gather(*(asyncio.to_thread(lr.wait_for_server) for lr in learners))
+    spawned = time.monotonic() - started
+    load_before = os.getloadavg()[0]
+    results = await asyncio.gather(*(morning(lr, hub.hub_folder / "users" / lr.name / "my_work")
+                                     for lr in learners))
+    memory = [tree_pss(server_of(hub, name) or 0) if server_of(hub, name) else 0 for name in names]
+    # the servers stop, as the idle culler would stop them, so the next size starts afresh
+    for lr in learners:
+        await asyncio.to_thread(_stop_server, hub, lr)
+    return {"n": n, "spawn_seconds": spawns, "all_spawned_seconds": spawned,
+            "cells": results, "pss_bytes": memory,
+            "load": [load_before, os.getloadavg()[0]], "seconds": time.monotonic() - started}
+
+
+def _stop_server(hub: RunningHub, learner: Learner):
+    import urllib.request
+    token_request = urllib.request.Request(f"{hub.base}/hub/api/users/{learner.name}/server",
+                                           method="DELETE",
+                                           headers={"Referer": f"{hub.base}/hub/home"})
+    xsrf = next((c.value for c in learner.jar if c.name == "_xsrf" and c.path == "/hub/"), "")
+    token_request.add_header("X-XSRFToken", xsrf)
+    try:
+        learner.opener.open(token_request, timeout=120)
+    except Exception:
+        pass
+
+
+def slowdowns(alone: dict, results: list) -> list:
+    out = []
+    for times in results:
+        for key, seconds in times.items():
+            base = alone.get(key)
+            if base and base >= NOISE:
+                out.append(seconds / base)
+    return out
+
+
+async def engines_alone(hub: RunningHub) -> dict:
+    learner = Learner(hub, "engines")
+    await asyncio.to_thread(learner.sign_in)
+    await asyncio.to_thread(learner.wait_for_server)
+    server = server_of(hub, "engines")
+    out = {}
+    for lesson in ENGINES:
+        before = tree_pss(server)
+        watch = PeakWatch(server)
+        kernel = await Kernel(learner, f"notebooks/{lesson}.ipynb").start()
+        started = time.monotonic()
+        for code in code_cells(ROOT / "notebooks" / f"{lesson}.ipynb"):
+            await kernel.run(code)
+        seconds = time.monotonic() - started
+        await kernel.stop()
+        out[lesson] = {"seconds": seconds, "pss_before": before, "pss_peak": watch.stop()}
+        print(f"  {lesson}: {seconds:.1f} s, peak {out[lesson]['pss_peak'] / 2**20:.0f} MiB "
+              f"(server alone {before / 2**20:.0f} MiB)", file=sys.stderr, flush=True)
+    await asyncio.to_thread(_stop_server, hub, learner)
+    return out
+
+
+async def main_async(args) -> dict:
+    report = {"cpus": os.cpu_count(), "levels": [], "engines": None,
+              "memory_total_bytes": os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")}
+    deadline = time.monotonic() + args.budget
+    with tempfile.TemporaryDirectory(prefix="durable-lite-hub-capacity-") as folder:
+        hub = RunningHub(Path(folder)).start()
+        try:
+            report["hub_ready_seconds"] = hub.ready_seconds
+            alone = None
+            for level, n in enumerate(args.levels):
+                if time.monotonic() > deadline:
+                    print(f"budget spent before {n} learners", file=sys.stderr)
+                    break
+                result = await one_level(hub, n, level)
+                if alone is None:
+                    alone = {k: v for k, v in result["cells"][0].items()}
+                ratios = slowdowns(alone, result["cells"])
+                result["slowdown_median"] = statistics.median(ratios)
+                result["slowdown_p90"] = sorted(ratios)[int(0.9 * (len(ratios) - 1))]
+                result["morning_seconds"] = [sum(t.values()) for t in result["cells"]]
+                report["levels"].append(result)
+                print(f"{n:3d} learners: spawn {max(result['spawn_seconds']):.1f} s (slowest), "
+                      f"lessons 00-03 + check {statistics.median(result['morning_seconds']):.0f} s "
+                      f"each, slowdown median {result['slowdown_median']:.2f}x p90 "
+                      f"{result['slowdown_p90']:.2f}x, PSS per learner "
+                      f"{statistics.median(result['pss_bytes']) / 2**20:.0f} MiB, load "
+                      f"{result['load'][0]:.1f}->{result['load'][1]:.1f}", file=sys.stderr, flush=True)
+                if result["slowdown_median"] > 2 and n > 1:
+                    break
+            if args.engines:
+                report["engines"] = await engines_alone(hub)
+        finally:
+            hub.stop()
+            hub.kill_everything_left()
+    return report
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--levels", type=int, nargs="+", default=[1, 2, 4, 6, 8])
+    parser.add_argument("--budget", type=float, default=1200.0,
+                        help="seconds; no new class size starts after this")
+    parser.add_argument("--engines", action="store_true", help="also lessons 14 and 15, alone")
+    parser.add_argument("--json", default=str(HERE / "results" / "hub_capacity.json"))
+    args = parser.parse_args(argv)
+    if not sys.platform.startswith("linux"):
+        print("make hub, and so this benchmark, is for Linux", file=sys.stderr)
+        return 1
+    report = asyncio.run(main_async(args))
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.json).write_text(json.dumps(report, indent=1))
+    print(f"written to {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
