@@ -14,7 +14,8 @@ does), then answers exercise 01's question 2 and runs its check. Every cell is t
   is served while the median slowdown stays at or under 2x; the run stops at the first
   size past that, or when its time budget is spent.
 - *Memory per learner*: the proportional set size (PSS: shared pages split among their
-  users) of a learner's server and kernel, after the lessons ran, read from /proc.
+  users) of a learner's server and its kernels, read from /proc: the peak while the
+  lessons ran (a server and one lesson's kernel), and the server alone after.
 - *Lessons 14 and 15* (--engines): one learner alone runs each through the hub; its wall
   time and the peak PSS of the learner's whole process tree while it ran (DBOS and a
   PostgreSQL; a Temporal dev server and LangGraph) say what each learner adds in that hour.
@@ -178,14 +179,16 @@ async def one_level(hub: RunningHub, n: int, level: int) -> dict:
     spawns = await asyncio.gather(*(asyncio.to_thread(lr.wait_for_server) for lr in learners))
     spawned = time.monotonic() - started
     load_before = os.getloadavg()[0]
+    watches = [PeakWatch(server_of(hub, name)) for name in names]
     results = await asyncio.gather(*(morning(lr, hub.hub_folder / "users" / lr.name / "my_work")
                                      for lr in learners))
-    memory = [tree_pss(server_of(hub, name) or 0) if server_of(hub, name) else 0 for name in names]
+    peaks = [w.stop() for w in watches]
+    memory = [tree_pss(server_of(hub, name)) if server_of(hub, name) else 0 for name in names]
     # the servers stop, as the idle culler would stop them, so the next size starts afresh
     for lr in learners:
         await asyncio.to_thread(_stop_server, hub, lr)
     return {"n": n, "spawn_seconds": spawns, "all_spawned_seconds": spawned,
-            "cells": results, "pss_bytes": memory,
+            "cells": results, "pss_bytes": memory, "pss_peak_bytes": peaks,
             "load": [load_before, os.getloadavg()[0]], "seconds": time.monotonic() - started}
 
 
@@ -259,7 +262,8 @@ async def main_async(args) -> dict:
                       f"lessons 00-03 + check {statistics.median(result['morning_seconds']):.0f} s "
                       f"each, slowdown median {result['slowdown_median']:.2f}x p90 "
                       f"{result['slowdown_p90']:.2f}x, PSS per learner "
-                      f"{statistics.median(result['pss_bytes']) / 2**20:.0f} MiB, load "
+                      f"{statistics.median(result['pss_bytes']) / 2**20:.0f} MiB idle, "
+                      f"{statistics.median(result['pss_peak_bytes']) / 2**20:.0f} MiB peak, load "
                       f"{result['load'][0]:.1f}->{result['load'][1]:.1f}", file=sys.stderr, flush=True)
                 if result["slowdown_median"] > 2 and n > 1:
                     break

@@ -70,16 +70,17 @@ def separate_users(one_user: bool) -> bool:
 
 
 def unreadable_by_learners(course: Path) -> list:
-    """What a learner's own system user could not reach: every folder from / to the course
-    needs others' x (to pass through), and the course's Python its r and x."""
+    """What a learner's own system user could not reach: every folder on the way to the
+    course and to the Python that runs it (the venv's link followed: pyenv keeps Pythons
+    under the installing user's home) needs others' x; the Python itself, others' r and x."""
     problems = []
-    for folder in [course, *course.parents]:
+    python = Path(os.path.realpath(sys.executable))
+    for folder in {course, *course.parents, *python.parents}:
         if not os.stat(folder).st_mode & stat.S_IXOTH:
             problems.append(f"{folder} (others cannot enter it)")
-    python = Path(sys.executable)
     if (os.stat(python).st_mode & (stat.S_IROTH | stat.S_IXOTH)) != stat.S_IROTH | stat.S_IXOTH:
         problems.append(f"{python} (others cannot run it)")
-    return problems
+    return sorted(problems)
 
 
 def settings_for(state: HubState, args, lab_config: Path) -> dict:
@@ -150,6 +151,13 @@ def _say(text: str = "") -> None:
     print(text, flush=True)
 
 
+def _private_and_mortal() -> None:
+    """In the hub, before it runs: what it writes (its database, a learner's files) is
+    readable by its owner alone, and it dies with this launcher."""
+    os.umask(0o077)
+    die_with_parent()
+
+
 class _Stopped(Exception):
     """SIGTERM or SIGHUP: stop the hub as Ctrl-C would."""
 
@@ -209,7 +217,7 @@ def main(argv=None) -> int:
     with open(log, "ab") as log_file:
         hub = subprocess.Popen([sys.executable, "-m", "jupyterhub", "-f", str(config)],
                                cwd=state.run, stdin=subprocess.DEVNULL, stdout=log_file,
-                               stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
+                               stderr=subprocess.STDOUT, preexec_fn=_private_and_mortal)
     try:
         problem = wait_until_ready(hub, settings["port"])
         if problem:

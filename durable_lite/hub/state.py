@@ -43,8 +43,10 @@ class HubState:
     def make(self) -> "HubState":
         self.folder.mkdir(parents=True, exist_ok=True)
         self.users.mkdir(exist_ok=True)
-        # learners' servers (their own users, when the hub runs as root) go through users/
-        # to their own folder, but cannot list it
+        # Learners' servers (their own users, when the hub runs as root) pass through hub/
+        # and users/ to their own folder, and read the course's settings in run/, but
+        # cannot list hub/ or users/; the hub's files are its own (launch.py sets its umask).
+        os.chmod(self.folder, 0o711)
         os.chmod(self.users, 0o711)
         return self
 
