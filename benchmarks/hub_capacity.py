@@ -14,11 +14,13 @@ does), then answers exercise 01's question 2 and runs its check. Every cell is t
   is served while the median slowdown stays at or under 2x; the run stops at the first
   size past that, or when its time budget is spent.
 - *Memory per learner*: the proportional set size (PSS: shared pages split among their
-  users) of a learner's server and its kernels, read from /proc: the peak while the
-  lessons ran (a server and one lesson's kernel), and the server alone after.
+  users) of every process of a learner's (their server, its kernels and whatever those
+  start, found by the JUPYTERHUB_USER in their environment), read from /proc: the peak
+  while the lessons ran (a server and one lesson's kernel), and the server alone after.
 - *Lessons 14 and 15* (--engines): one learner alone runs each through the hub; its wall
-  time and the peak PSS of the learner's whole process tree while it ran (DBOS and a
-  PostgreSQL; a Temporal dev server and LangGraph) say what each learner adds in that hour.
+  time and the peak PSS of the learner's processes while it ran (DBOS and a PostgreSQL; a
+  Temporal dev server and LangGraph) say what each learner adds in that hour. Cells that
+  raised are listed (some lessons raise on purpose, in cells tagged raises-exception).
 
 Everything it starts is stopped at the end (the hub, and so every server it started; see
 durable_lite/hub/). Results go to benchmarks/results/hub_capacity.json. The load average
@@ -42,7 +44,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 from hub_notebooks import EXERCISE, QUESTION, answer_cell, check_cell, write_answer  # noqa: E402
-from hub_support import Learner, RunningHub, alive, descendants  # noqa: E402
+from hub_support import Learner, RunningHub  # noqa: E402
 
 MORNING = ["00_welcome", "01_the_double_refund", "02_checkpoint_every_step",
            "03_the_window_and_idempotency"]
@@ -62,6 +64,7 @@ class Kernel:
 
     def __init__(self, learner: Learner, notebook: str):
         self.learner, self.notebook = learner, notebook
+        self.errors = []                # (cell code's first line, ename) of cells that raised
 
     async def start(self):
         from tornado.httpclient import HTTPRequest
@@ -96,6 +99,8 @@ class Kernel:
             if text is None:
                 raise RuntimeError("the kernel's websocket closed")
             reply = json.loads(text)
+            if (reply.get("msg_type") == "error" and reply["parent_header"].get("msg_id") == msg_id):
+                self.errors.append((code.splitlines()[0] if code else "", reply["content"]["ename"]))
             if (reply.get("msg_type") == "status" and reply["parent_header"].get("msg_id") == msg_id
                     and reply["content"].get("execution_state") == "idle"):
                 return time.monotonic() - started
@@ -113,6 +118,7 @@ async def morning(learner: Learner, my_work: Path) -> dict:
         for i, code in enumerate(code_cells(ROOT / "notebooks" / f"{lesson}.ipynb")):
             times[f"{lesson}[{i}]"] = await kernel.run(code)
         await kernel.stop()
+        learner.errors = getattr(learner, "errors", []) + [(lesson, *e) for e in kernel.errors]
     notebook = write_answer(my_work, right=True)
     cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
     kernel = await Kernel(learner, f"my_work/{notebook.name}").start()
@@ -135,34 +141,32 @@ def pss(pid: int) -> int:
     return 0
 
 
-def server_of(hub: RunningHub, name: str):
-    """The pid of a learner's server: the process under the hub that runs in their folder."""
-    folder = str(hub.hub_folder / "users" / name)
-    for pid in descendants(hub.process.pid):
-        try:
-            if os.readlink(f"/proc/{pid}/cwd") == folder and b"jupyterhub.singleuser" in \
-                    Path(f"/proc/{pid}/cmdline").read_bytes():
-                return pid
-        except OSError:
-            continue
-    return None
-
-
-def tree_pss(pid: int) -> int:
-    return sum(pss(p) for p in {pid} | descendants(pid) if alive(p))
+def learner_pss(name: str) -> int:
+    """PSS of every process a learner's server started, found by the JUPYTERHUB_USER its
+    environment carries: a PostgreSQL that pg_ctl made a daemon (its parent is init) too."""
+    marker = f"JUPYTERHUB_USER={name}".encode()
+    total = 0
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if marker in Path(f"/proc/{entry}/environ").read_bytes().split(b"\0"):
+                    total += pss(int(entry))
+            except OSError:
+                continue
+    return total
 
 
 class PeakWatch:
-    """The highest PSS of a process tree, sampled every half second in a thread."""
+    """The highest PSS of a learner's processes, sampled every half second in a thread."""
 
-    def __init__(self, pid: int):
-        self.pid, self.peak, self.done = pid, 0, threading.Event()
+    def __init__(self, name: str):
+        self.name, self.peak, self.done = name, 0, threading.Event()
         self.thread = threading.Thread(target=self._watch, daemon=True)
         self.thread.start()
 
     def _watch(self):
         while not self.done.wait(0.5):
-            self.peak = max(self.peak, tree_pss(self.pid))
+            self.peak = max(self.peak, learner_pss(self.name))
 
     def stop(self) -> int:
         self.done.set()
@@ -179,16 +183,17 @@ async def one_level(hub: RunningHub, n: int, level: int) -> dict:
     spawns = await asyncio.gather(*(asyncio.to_thread(lr.wait_for_server) for lr in learners))
     spawned = time.monotonic() - started
     load_before = os.getloadavg()[0]
-    watches = [PeakWatch(server_of(hub, name)) for name in names]
+    watches = [PeakWatch(name) for name in names]
     results = await asyncio.gather(*(morning(lr, hub.hub_folder / "users" / lr.name / "my_work")
                                      for lr in learners))
     peaks = [w.stop() for w in watches]
-    memory = [tree_pss(server_of(hub, name)) if server_of(hub, name) else 0 for name in names]
+    memory = [learner_pss(name) for name in names]
+    errors = [e for lr in learners for e in getattr(lr, "errors", [])]
     # the servers stop, as the idle culler would stop them, so the next size starts afresh
     for lr in learners:
         await asyncio.to_thread(_stop_server, hub, lr)
     return {"n": n, "spawn_seconds": spawns, "all_spawned_seconds": spawned,
-            "cells": results, "pss_bytes": memory, "pss_peak_bytes": peaks,
+            "cells": results, "pss_bytes": memory, "pss_peak_bytes": peaks, "errors": errors,
             "load": [load_before, os.getloadavg()[0]], "seconds": time.monotonic() - started}
 
 
@@ -219,20 +224,21 @@ async def engines_alone(hub: RunningHub) -> dict:
     learner = Learner(hub, "engines")
     await asyncio.to_thread(learner.sign_in)
     await asyncio.to_thread(learner.wait_for_server)
-    server = server_of(hub, "engines")
     out = {}
     for lesson in ENGINES:
-        before = tree_pss(server)
-        watch = PeakWatch(server)
+        before = learner_pss("engines")
+        watch = PeakWatch("engines")
         kernel = await Kernel(learner, f"notebooks/{lesson}.ipynb").start()
         started = time.monotonic()
         for code in code_cells(ROOT / "notebooks" / f"{lesson}.ipynb"):
             await kernel.run(code)
         seconds = time.monotonic() - started
         await kernel.stop()
-        out[lesson] = {"seconds": seconds, "pss_before": before, "pss_peak": watch.stop()}
+        out[lesson] = {"seconds": seconds, "pss_before": before, "pss_peak": watch.stop(),
+                       "errors": kernel.errors}
         print(f"  {lesson}: {seconds:.1f} s, peak {out[lesson]['pss_peak'] / 2**20:.0f} MiB "
-              f"(server alone {before / 2**20:.0f} MiB)", file=sys.stderr, flush=True)
+              f"(server alone {before / 2**20:.0f} MiB); cells that raised: "
+              f"{kernel.errors or 'none'}", file=sys.stderr, flush=True)
     await asyncio.to_thread(_stop_server, hub, learner)
     return out
 
@@ -264,7 +270,8 @@ async def main_async(args) -> dict:
                       f"{result['slowdown_p90']:.2f}x, PSS per learner "
                       f"{statistics.median(result['pss_bytes']) / 2**20:.0f} MiB idle, "
                       f"{statistics.median(result['pss_peak_bytes']) / 2**20:.0f} MiB peak, load "
-                      f"{result['load'][0]:.1f}->{result['load'][1]:.1f}", file=sys.stderr, flush=True)
+                      f"{result['load'][0]:.1f}->{result['load'][1]:.1f}; cells that raised: "
+                      f"{len(result['errors'])}", file=sys.stderr, flush=True)
                 if result["slowdown_median"] > 2 and n > 1:
                     break
             if args.engines:

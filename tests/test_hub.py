@@ -164,3 +164,21 @@ def test_the_class_view_shows_each_learners_last_check(tmp_path, monkeypatch):
     assert (worst["question"], worst["failing"], worst["passed"], worst["test"]) == \
         ("q1", 1, 1, "test 0")
     assert 'data-learner="bob"' in view.html() and "most-failed" in view.html()
+
+
+def test_a_lessons_copy_finds_its_lesson_through_the_learners_link(tmp_path):
+    """Under make hub a learner's notebooks/ is a link to the course's: Save As of a lesson
+    still hands the copy the lesson's kernel (lab/copies.py), so the lesson is named as the
+    learner's server serves it, not where it lies on the disk."""
+    from durable_lite.lab.contents import CourseContentsManager
+
+    lessons = tmp_path / "course" / "notebooks"
+    lessons.mkdir(parents=True)
+    (lessons / "00_welcome.ipynb").write_text(json.dumps(
+        {"cells": [{"id": "first-cell", "cell_type": "markdown", "source": "", "metadata": {}}],
+         "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    learner = tmp_path / "hub" / "users" / "ana"
+    learner.mkdir(parents=True)
+    (learner / "notebooks").symlink_to(lessons, target_is_directory=True)
+    manager = CourseContentsManager(root_dir=str(learner))
+    assert manager.copies._lessons(manager) == {"first-cell": "notebooks/00_welcome.ipynb"}

@@ -17,6 +17,7 @@ From a shell:
 The machinery, one idea per module:
 
     checks.py     questions, tests and their results; `check(...)` in a notebook
+    progress.py   each check a learner runs, noted for a workshop server's class view
     cases.py      fresh cases: the seeded `draw` a test receives
     ledgers.py    judge an answer by what the simulated world recorded
     harness.py    what exercise checks share: scratch folders, crash-and-resume, the sweep

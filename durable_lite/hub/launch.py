@@ -214,7 +214,8 @@ def main(argv=None) -> int:
         if name is not None:
             signal.signal(name, _raise_stopped)
     _say(f"Starting JupyterHub on port {settings['port']} (its log: {log}) …")
-    with open(log, "ab") as log_file:
+    # the log names every learner: the hub's owner alone reads it
+    with os.fdopen(os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "ab") as log_file:
         hub = subprocess.Popen([sys.executable, "-m", "jupyterhub", "-f", str(config)],
                                cwd=state.run, stdin=subprocess.DEVNULL, stdout=log_file,
                                stderr=subprocess.STDOUT, preexec_fn=_private_and_mortal)

@@ -31,7 +31,5 @@ class WorkshopSignIn(SharedPasswordAuthenticator):
     """A name and the class code; `instructor` and the instructor's code."""
 
 
-
-
 class WorkshopSystemSignIn(LocalAuthenticator, WorkshopSignIn):
     """The same, and each new learner becomes a system user (the hub runs as root)."""

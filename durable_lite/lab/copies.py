@@ -17,6 +17,7 @@ asks `Copies.lesson_of` before starting a kernel.
 """
 
 import asyncio
+import glob
 import json
 import os
 import posixpath
@@ -56,8 +57,13 @@ class Copies:
         if self._first_cells is None:
             self._first_cells = {}
             root = os.path.abspath(manager.root_dir)
+            # each place walked under the name the server serves it by: under `make hub` a
+            # learner's notebooks/ is a link to the course's lessons, elsewhere on the disk
+            served = {os.path.realpath(os.path.join(root, name)): os.path.join(root, name)
+                      for pattern in manager.read_only
+                      for name in glob.glob(pattern, root_dir=root)}
             for place in manager._read_only_places():
-                for folder, _, files in os.walk(place):
+                for folder, _, files in os.walk(served.get(place, place)):
                     for name in sorted(files):
                         if name.endswith(".ipynb"):
                             full = os.path.join(folder, name)
