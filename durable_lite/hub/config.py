@@ -15,6 +15,8 @@ and everything JupyterHub should do differently from its defaults is said here, 
 import sys
 
 LIFELINE = [sys.executable, "-m", "durable_lite.hub.lifeline"]
+SIGN_IN = ("Username: a name of your choice (small letters, digits, - or _), the same each "
+           "time. Password: the class code on the projector.")
 
 
 def configure(c, settings: dict) -> None:
@@ -52,6 +54,8 @@ def configure(c, settings: dict) -> None:
     c.Authenticator.username_pattern = r"^[a-z][a-z0-9_-]{0,30}$"
     if separate:
         c.LocalAuthenticator.create_system_users = True
+    # JupyterHub's own sign-in page says "Username" and "Password": say what goes in them
+    c.JupyterHub.template_vars = {"announcement_login": SIGN_IN}
 
     # where signing in leads: a learner to their server (lesson 00), the instructor, who
     # needs no server of their own, to the class view

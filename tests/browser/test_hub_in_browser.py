@@ -57,6 +57,8 @@ def sign_in(browser, url: str, name: str, code: str):
     page = context.new_page()
     page.set_default_timeout(TIMEOUT_MS)
     page.goto(url)
+    expect(page.get_by_text("the class code on the projector")).to_be_visible()
+    shot(page, f"{name}-sign-in")
     page.fill("#username_input", name)
     page.fill("#password_input", code)
     page.click("#login_submit")
