@@ -33,10 +33,11 @@ lab: $(STAMP)
 # A workshop server: JupyterHub serves the course to a class, each learner their own
 # JupyterLab and my_work/; the state (learners, their work, the class code) stays in hub/.
 # Prints the learners' link and code, and the instructor's. Listens on every interface
-# (HOST=127.0.0.1: this machine only); PORT= picks the port. Ctrl-C stops all of it.
+# (HOST=127.0.0.1: this machine only); PORT= picks the port. Ctrl-C stops all of it. As
+# root, each learner becomes a system user of their own; ONE_USER=1 runs them all as root.
 # The hub extra (JupyterHub, its proxy, the idle culler) is part of the test install.
 hub: $(STAMP)
-	@$(BIN)/python -m durable_lite.hub.launch $(if $(PORT),--port $(PORT)) $(if $(HOST),--ip $(HOST))
+	@$(BIN)/python -m durable_lite.hub.launch $(if $(PORT),--port $(PORT)) $(if $(HOST),--ip $(HOST)) $(if $(ONE_USER),--one-user)
 
 # Each test file (each notebook) runs whole on one worker, its tests in order; files are
 # shared among two workers more than the cores (at most 4), the longest first

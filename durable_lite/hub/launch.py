@@ -192,8 +192,10 @@ def main(argv=None) -> int:
         if problems:
             print("As root, the hub makes each learner a system user of their own, who must be "
                   "able to read the course. They could not reach:\n  " + "\n  ".join(problems) +
-                  "\nClone the course somewhere everyone can read (/opt/durable-lite, say), or "
-                  "run with --one-user (README: Run it on one server).", file=sys.stderr)
+                  "\nClone the course, and make its .venv with a Python, somewhere everyone can "
+                  "read (/opt/durable-lite and /usr/bin/python3, say); or run every learner's "
+                  "server as root: make hub ONE_USER=1 (docs/workshop.md, Run it on one "
+                  "server, says what that gives up).", file=sys.stderr)
             return 1
     if (state.run / "hub.pid").exists():
         try:
