@@ -36,7 +36,6 @@ import sys
 import tempfile
 import threading
 import time
-import uuid
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -44,70 +43,17 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 from hub_notebooks import EXERCISE, QUESTION, answer_cell, check_cell, write_answer  # noqa: E402
-from hub_support import Learner, RunningHub  # noqa: E402
+from hub_support import Kernel, Learner, RunningHub  # noqa: E402
 
 MORNING = ["00_welcome", "01_the_double_refund", "02_checkpoint_every_step",
            "03_the_window_and_idempotency"]
 ENGINES = ["14_graduating_to_a_real_engine", "15_the_same_run_on_temporal_and_langgraph"]
 NOISE = 0.05                     # seconds: cells faster than this alone are not compared
-CELL_TIMEOUT = 600.0
 
 
 def code_cells(path: Path) -> list:
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
     return ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
-
-
-# a kernel through the hub ------------------------------------------------------------------
-class Kernel:
-    """One kernel of a learner's server, driven over its websocket as JupyterLab drives it."""
-
-    def __init__(self, learner: Learner, notebook: str):
-        self.learner, self.notebook = learner, notebook
-        self.errors = []                # (cell code's first line, ename) of cells that raised
-
-    async def start(self):
-        from tornado.httpclient import HTTPRequest
-        from tornado.websocket import websocket_connect
-
-        code, session = await asyncio.to_thread(
-            self.learner.api, "POST", "sessions",
-            {"path": self.notebook, "type": "notebook", "name": "", "kernel": {"name": "python3"}})
-        assert code == 201, f"no kernel for {self.notebook}: {code} {session}"
-        self.session_id, self.kernel_id = session["id"], session["kernel"]["id"]
-        base = self.learner.hub.base.replace("http", "ws", 1)
-        cookies = "; ".join(f"{c.name}={c.value}" for c in self.learner.jar)
-        url = f"{base}/user/{self.learner.name}/api/kernels/{self.kernel_id}/channels"
-        self.socket = await websocket_connect(HTTPRequest(url, headers={"Cookie": cookies}),
-                                              max_message_size=256 << 20)
-        return self
-
-    async def run(self, code: str) -> float:
-        """Seconds from the request until the kernel is idle again after it."""
-        msg_id = uuid.uuid4().hex
-        message = {"header": {"msg_id": msg_id, "username": self.learner.name,
-                              "session": self.session_id, "msg_type": "execute_request",
-                              "version": "5.3", "date": ""},
-                   "parent_header": {}, "metadata": {}, "channel": "shell", "buffers": [],
-                   "content": {"code": code, "silent": False, "store_history": True,
-                               "user_expressions": {}, "allow_stdin": False,
-                               "stop_on_error": False}}
-        started = time.monotonic()
-        await self.socket.write_message(json.dumps(message))
-        while True:
-            text = await asyncio.wait_for(self.socket.read_message(), CELL_TIMEOUT)
-            if text is None:
-                raise RuntimeError("the kernel's websocket closed")
-            reply = json.loads(text)
-            if (reply.get("msg_type") == "error" and reply["parent_header"].get("msg_id") == msg_id):
-                self.errors.append((code.splitlines()[0] if code else "", reply["content"]["ename"]))
-            if (reply.get("msg_type") == "status" and reply["parent_header"].get("msg_id") == msg_id
-                    and reply["content"].get("execution_state") == "idle"):
-                return time.monotonic() - started
-
-    async def stop(self):
-        self.socket.close()
-        await asyncio.to_thread(self.learner.api, "DELETE", f"sessions/{self.session_id}")
 
 
 async def morning(learner: Learner, my_work: Path) -> dict:

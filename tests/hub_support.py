@@ -7,10 +7,12 @@ in a folder of the test's. It reads the links and codes the launcher prints, and
 which processes the hub has started, so a test can check that none outlives it.
 
 `Learner` is one browser's worth of cookies: sign in with a name and the class code, wait
-for the server, and call its Jupyter REST API. Nothing sleeps a fixed time: every wait is
-a condition with a deadline.
+for the server, and call its Jupyter REST API. `Kernel` runs code in a kernel of the
+learner's server over its websocket, as JupyterLab does (the capacity benchmark runs whole
+lessons so). Nothing sleeps a fixed time: every wait is a condition with a deadline.
 """
 
+import asyncio
 import http.cookiejar
 import json
 import os
@@ -22,6 +24,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -239,3 +242,54 @@ class Learner:
                 return answer.status, json.loads(answer.read() or b"null")
         except urllib.error.HTTPError as exc:
             return exc.code, exc.read().decode(errors="replace")
+
+
+class Kernel:
+    """One kernel of a learner's server, driven over its websocket as JupyterLab drives it."""
+
+    def __init__(self, learner: Learner, notebook: str):
+        self.learner, self.notebook = learner, notebook
+        self.errors = []                # (cell code's first line, ename) of cells that raised
+
+    async def start(self):
+        from tornado.httpclient import HTTPRequest
+        from tornado.websocket import websocket_connect
+
+        code, session = await asyncio.to_thread(
+            self.learner.api, "POST", "sessions",
+            {"path": self.notebook, "type": "notebook", "name": "", "kernel": {"name": "python3"}})
+        assert code == 201, f"no kernel for {self.notebook}: {code} {session}"
+        self.session_id, self.kernel_id = session["id"], session["kernel"]["id"]
+        base = self.learner.hub.base.replace("http", "ws", 1)
+        cookies = "; ".join(f"{c.name}={c.value}" for c in self.learner.jar)
+        url = f"{base}/user/{self.learner.name}/api/kernels/{self.kernel_id}/channels"
+        self.socket = await websocket_connect(HTTPRequest(url, headers={"Cookie": cookies}),
+                                              max_message_size=256 << 20)
+        return self
+
+    async def run(self, code: str) -> float:
+        """Seconds from the request until the kernel is idle again after it."""
+        msg_id = uuid.uuid4().hex
+        message = {"header": {"msg_id": msg_id, "username": self.learner.name,
+                              "session": self.session_id, "msg_type": "execute_request",
+                              "version": "5.3", "date": ""},
+                   "parent_header": {}, "metadata": {}, "channel": "shell", "buffers": [],
+                   "content": {"code": code, "silent": False, "store_history": True,
+                               "user_expressions": {}, "allow_stdin": False,
+                               "stop_on_error": False}}
+        started = time.monotonic()
+        await self.socket.write_message(json.dumps(message))
+        while True:
+            text = await asyncio.wait_for(self.socket.read_message(), DEADLINE)
+            if text is None:
+                raise RuntimeError("the kernel's websocket closed")
+            reply = json.loads(text)
+            if (reply.get("msg_type") == "error" and reply["parent_header"].get("msg_id") == msg_id):
+                self.errors.append((code.splitlines()[0] if code else "", reply["content"]["ename"]))
+            if (reply.get("msg_type") == "status" and reply["parent_header"].get("msg_id") == msg_id
+                    and reply["content"].get("execution_state") == "idle"):
+                return time.monotonic() - started
+
+    async def stop(self):
+        self.socket.close()
+        await asyncio.to_thread(self.learner.api, "DELETE", f"sessions/{self.session_id}")

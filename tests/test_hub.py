@@ -15,8 +15,10 @@ tests/browser/test_hub_in_browser.py. The class view's model and the check's rec
 tested here without a hub.
 """
 
+import asyncio
 import csv
 import json
+import os
 import re
 import signal
 import sys
@@ -30,7 +32,7 @@ from durable_lite.hub.classview import FAILING, NOT_ATTEMPTED, PASSED, ClassView
 from durable_lite.hub.state import HubState
 from durable_lite.lab.workspace import originals
 from hub_notebooks import EXERCISE, QUESTION, write_answer
-from hub_support import ROOT, Learner, RunningHub, wait_for
+from hub_support import ROOT, Kernel, Learner, RunningHub, wait_for
 
 linux = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="make hub is for Linux")
 
@@ -120,9 +122,24 @@ def test_a_restart_keeps_the_class_and_nothing_outlives_the_hub(hub, learners):
     assert f"{EXERCISE}.ipynb" in json.dumps(ana.api("GET", "contents/my_work")[1])
     assert "return 1" not in (state.my_work("ana") / f"{EXERCISE}.ipynb").read_text()
     assert (state.my_work("bob") / "notes.txt").read_text() == "bob"
+    # a kernel that made a scratch folder, as every lesson does, deletes it as the hub stops
+    folder = asyncio.run(_scratch_folder_in_a_kernel(ana))
+    assert os.path.isdir(folder)
     hub.note_processes()
     hub.stop(signal.SIGKILL)            # the launcher killed outright: its hub gets SIGTERM
     assert not hub.left()               # (hub/run/ stays behind; the next start replaces it)
+    assert not os.path.exists(folder), "a learner's kernel was killed, not shut down"
+
+
+async def _scratch_folder_in_a_kernel(learner) -> str:
+    kernel = await Kernel(learner, "notebooks/00_welcome.ipynb").start()
+    # the kernel runs in notebooks/, a link to the course's: its own my_work/ is named by
+    # the variable its server sets
+    await kernel.run("import os, durable_lite as dl\nfolder = dl.lab.scratch_folder('hub-test')\n"
+                     "mine = os.path.dirname(os.environ['DURABLE_LITE_PROGRESS'])\n"
+                     "open(os.path.join(mine, '.scratch'), 'w').write(folder)")
+    assert not kernel.errors, kernel.errors
+    return (HubState(ROOT, learner.hub.hub_folder).my_work(learner.name) / ".scratch").read_text()
 
 
 # without a hub -------------------------------------------------------------------------------

@@ -25,9 +25,13 @@ import sys
 
 def hold_on() -> None:
     """SIGTERM this process when its parent dies; end now if the parent has already gone.
-    And let SIGINT, which JupyterHub sends first when it stops a process, interrupt it: a
-    hub started in the background inherits SIGINT ignored, and passes that on."""
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    And take SIGINT as SIGTERM, the stop signal every program here handles. Left alone,
+    SIGINT is ignored in a hub started in the background (which passes that on), and in a
+    learner's server, which has no terminal, it ends the server at once without shutting
+    its kernels down: each kernel then exits with its parent, without its exit handlers,
+    and leaves its scratch folders behind. On SIGTERM the server shuts them down first."""
+    signal.signal(signal.SIGINT, _as_sigterm)
     if not sys.platform.startswith("linux"):
         return
     try:
@@ -37,6 +41,10 @@ def hold_on() -> None:
         return
     if os.getppid() == 1:                   # the parent died before the request: go now
         sys.exit(1)
+
+
+def _as_sigterm(signum, frame) -> None:
+    os.kill(os.getpid(), signal.SIGTERM)
 
 
 def main(argv=None) -> None:
