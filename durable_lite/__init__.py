@@ -37,7 +37,7 @@ __version__ = "0.1.0"
 
 # Submodules that `import durable_lite` does not load: each loads on first `dl.<name>`.
 _LAZY = {"sim", "naive", "faults", "sweep", "child", "examples", "policy", "run", "trace",
-         "otel", "lumpy", "lab", "engines", "grading", "versioning", "queue"}
+         "otel", "lumpy", "lab", "engines", "grading", "versioning", "queue", "capstone"}
 # Names that live in those modules, loaded the same way.
 _LAZY_NAMES = {"Run": "run", "Step": "policy", "Retry": "policy", "Budget": "policy",
                "Queue": "queue", "QueuedRunError": "queue",              # lesson 11

@@ -32,6 +32,7 @@ import time
 import uuid
 
 from .sim import world_at
+from .workflow import workflow
 
 APPROVAL_OVER = 5.0            # dollars: a source dearer than this waits for a person's yes
 APPROVAL_HOURS = 24            # and the person has this long to answer
@@ -178,12 +179,7 @@ def naive_research(folder, request, approval=None, clock=time.time) -> dict:
             buy_source(folder, request)
     elif request["source_price"]:
         buy_source(folder, request)
-    for attempt in range(3):
-        try:
-            report = draft(folder, request, facts)
-            break
-        except ModelUnavailable:
-            time.sleep(0.01 * attempt)
+    report = draft_until_it_answers(folder, request, facts)
     budget(report["cost"])
     report_id = str(uuid.uuid4())
     post_report(folder, request, report_id, report["text"])
@@ -194,3 +190,43 @@ def naive_research(folder, request, approval=None, clock=time.time) -> dict:
 def naive_serve(folder, requests, approval=None) -> list:
     """Every request, one after another: what the team runs today."""
     return [naive_research(folder, request, approval) for request in requests]
+
+
+def draft_until_it_answers(folder, request, facts, tries=3) -> dict:
+    """The naive code's retry of the draft: try again at once when the model is down."""
+    for attempt in range(1, tries + 1):
+        try:
+            return draft(folder, request, facts)
+        except ModelUnavailable:
+            if attempt == tries:
+                raise
+    raise AssertionError("unreachable")
+
+
+@workflow("capstone-naive-agent", version=1)
+def naive_agent(ctx, folder, request):
+    """`naive_research` (a paid source under the approval threshold) with its effects named,
+    so the crash playground's sweep can crash it at every point: run with
+    `dl.faults.sweep(naive_agent, request, runner="naive")`, every crash starts it again from
+    the top, as the team's job queue does today."""
+    planned = ctx.step("plan", plan, folder, request)
+    docs = [ctx.step("fetch", fetch, folder, request["id"], call) for call in planned["calls"]]
+    facts = ctx.step("extract", extract, folder, request, docs)
+    if request["source_price"]:
+        ctx.step("buy", buy_source, folder, request)
+    report = ctx.step("draft", draft_until_it_answers, folder, request, facts)
+    report_id = ctx.uuid()
+    ctx.step("post", post_report, folder, request, report_id, report["text"])
+    ctx.step("email", email_report, folder, request, report_id)
+    return {"request": request["id"], "report_id": report_id}
+
+
+def example_requests() -> list:
+    """Three requests for two tenants, as lesson 16 shows them."""
+    def request(rid, tenant, topic, owner, price, calls):
+        return {"id": rid, "tenant": tenant, "topic": topic, "owner": owner,
+                "source_price": price, "calls": calls, "project": "open",
+                "budget": {"steps": 40, "dollars": 1.0, "hours": 72}}
+    return [request("req-1", "acme", "vector databases", "ana@acme.example", 12.0, 2),
+            request("req-2", "acme", "queue brokers", "ben@acme.example", 3.5, 2),
+            request("req-3", "globex", "vector databases", "chen@globex.example", 0, 3)]

@@ -37,37 +37,33 @@ def pay_if_approved(ctx, saga, folder, request):
               undo=(refund_source, folder, paid))
 
 
-DRAFTING = dl.Step("draft", retry=dl.Retry(max_attempts=4, initial=1, jitter=False), cost=model_cost)
+DRAFTING = dl.Step("draft", retry=dl.Retry(max_attempts=4, initial=1, jitter=False),
+                   cost=model_cost)
+
+
+def write_and_deliver(ctx, folder, request, with_sources):
+    rid = request["id"]
+    facts = gather(ctx, folder, request)
+    with dl.Saga(ctx) as saga:
+        pay_if_approved(ctx, saga, folder, request)
+        report = ctx.step(DRAFTING, draft, folder, request, facts)
+        report_id = ctx.uuid()
+        sources = facts["sources"] if with_sources else None
+        ctx.step("post", post_report, folder, request, report_id, report["text"],
+                 sources=sources, idempotency_key=ctx.idempotency_key("post", rid))
+    ctx.step("email", email_report, folder, request, report_id,
+             idempotency_key=ctx.idempotency_key("email", rid))
+    return {"request": rid, "report_id": report_id}
 '''
 
 V1 = '''@dl.workflow("research-agent", version=1)
 def research(ctx, folder, request):
-    rid = request["id"]
-    facts = gather(ctx, folder, request)
-    with dl.Saga(ctx) as saga:
-        pay_if_approved(ctx, saga, folder, request)
-        report = ctx.step(DRAFTING, draft, folder, request, facts)
-        report_id = ctx.uuid()
-        ctx.step("post", post_report, folder, request, report_id, report["text"],
-                 idempotency_key=ctx.idempotency_key("post", rid))
-    ctx.step("email", email_report, folder, request, report_id,
-             idempotency_key=ctx.idempotency_key("email", rid))
-    return {"request": rid, "report_id": report_id}
+    return write_and_deliver(ctx, folder, request, with_sources=False)
 '''
 
 V2 = '''@dl.workflow("research-agent", version=2)
 def research_v2(ctx, folder, request):
-    rid = request["id"]
-    facts = gather(ctx, folder, request)
-    with dl.Saga(ctx) as saga:
-        pay_if_approved(ctx, saga, folder, request)
-        report = ctx.step(DRAFTING, draft, folder, request, facts)
-        report_id = ctx.uuid()
-        ctx.step("post", post_report, folder, request, report_id, report["text"],
-                 sources=facts["sources"], idempotency_key=ctx.idempotency_key("post", rid))
-    ctx.step("email", email_report, folder, request, report_id,
-             idempotency_key=ctx.idempotency_key("email", rid))
-    return {"request": rid, "report_id": report_id}
+    return write_and_deliver(ctx, folder, request, with_sources=True)
 '''
 
 SUBMIT = '''def submit(engine, folder, request, workflow):

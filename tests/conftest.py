@@ -57,6 +57,7 @@ def uses_engines(notebook: Path) -> bool:
 # depends on it, and a file missing from the list keeps its place after them.
 LONGEST_FIRST = (
     "tests/test_grading_15.py", "tests/test_grading_every_notebook.py", "tests/test_grading.py",
+    "tests/test_grading_16.py", "tests/test_grading_16_right.py",
     "tests/test_grading_14.py",
     "tests/test_grading_report.py", "tests/browser/test_widgets_in_browser.py",
     "tests/test_my_work.py", "tests/browser/test_saving.py",

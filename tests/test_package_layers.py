@@ -18,7 +18,7 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGE = os.path.join(ROOT, "durable_lite")
 FEATURES = ("queue", "versioning", "saga", "trace", "sweep", "otel", "lumpy", "storm",
-            "booking", "costs", "naive", "faults", "child")
+            "booking", "costs", "naive", "faults", "child", "capstone")
 
 
 def modules():

@@ -112,6 +112,9 @@ class Exercise:
     # What the checks need from the machine (a real engine, a Python it supports):
     # fn() -> (ok, why not). None: nothing beyond the course itself.
     requires: Optional[Callable[[], tuple]] = None
+    # Seconds one test may take, where a test of this exercise needs more than the usual
+    # (the capstone's first test plays a whole scenario at every crash point). None: the usual.
+    test_time_limit: Optional[float] = None
 
     def question(self, qid: str, title: str, answers) -> Question:
         q = Question(qid, title, tuple(answers))
@@ -426,7 +429,7 @@ class Checker:
             known = ", ".join(repr(q) for q in ex.questions)
             print(f"Exercise {ex.id} has no question {question!r}; its questions are {known}.")
             return None
-        result = run_question(ex, question, answers, seed=seed)
+        result = run_question(ex, question, answers, seed=seed, time_limit=ex.test_time_limit)
         show(result)
         if _notebook_is_watching():
             progress.record(result)      # a workshop server's class view reads it (progress.py)

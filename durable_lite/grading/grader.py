@@ -290,7 +290,7 @@ def _run(assembled, sandbox, ex, seed, timeout, results, started, cell_timeout,
     from .isolation import CellTimeout, DeadKernel, Kernel
     from .protocol import begin_request, grading_request, key_of, verify
 
-    deadline = started + timeout
+    deadline = started + timeout + (ex.test_time_limit or 0)   # a slow exercise's extra time
     kernel = None
     index = None
     try:
@@ -336,9 +336,10 @@ def _run(assembled, sandbox, ex, seed, timeout, results, started, cell_timeout,
             question = ex.questions[cell.question]
             nonce = secrets.token_hex(16)              # names this cell's result, and no other
             qseed = derive_seed(seed, ex.id, question.id)
+            per_test = ex.test_time_limit or TEST_TIME_LIMIT
             code, expressions = grading_request(ex.id, question.id, question.answers, qseed,
-                                                nonce, TEST_TIME_LIMIT)
-            limit = min(left, len(question.tests) * TEST_TIME_LIMIT + 15)
+                                                nonce, per_test)
+            limit = min(left, len(question.tests) * TEST_TIME_LIMIT + per_test + 15)
             began = time.monotonic()
             try:
                 reply = kernel.execute(code, limit, expressions, outputs=kept)

@@ -1,0 +1,169 @@
+"""Exercise 16 can be failed: for every property of its rubric, three (or more) wrong answers,
+written as a learner would, lose that property on seeds 1, 2 and 3; right answers written
+differently keep full marks; the solution's answer keeps every property at every crash point.
+
+The answers are notebook cells (tests/capstone_answers.py), run the way a kernel runs them,
+so each worker process runs their source again. To stay lean, a wrong answer is played with
+only the requests its property needs (`only=`), and only at the crash points that can show
+its mistake (`points=`), stopping at the first case that breaks it: broken there is broken
+in the grader's whole sweep, which plays the same cases.
+"""
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from durable_lite.grading.exercises import ex16_capstone as ex16
+
+from capstone_answers import RIGHT, replace, run_cells
+
+SEEDS = (1, 2, 3)
+AFTER_EFFECT = lambda step, when: when == "after_effect"         # noqa: E731
+CLEAN_ONLY = lambda step, when: False                           # noqa: E731
+
+# property: [(what the learner did, old text, new text, the crash points that show it)]
+WRONG = {
+    "exactly once": [
+        ("the report email has no key",
+         '''ctx.step("email", email_report, folder, request, report_id,
+             idempotency_key=ctx.idempotency_key("email", rid))''',
+         '''ctx.step("email", email_report, folder, request, report_id)''',
+         lambda step, when: step.startswith("email") and when == "after_effect"),
+        ("the post's key is made from the topic, which two requests share",
+         'idempotency_key=ctx.idempotency_key("post", rid)',
+         'idempotency_key="post-" + request["topic"]', CLEAN_ONLY),
+        ("a fresh run id on every submit",
+         'run_id=f"research-{request[\'id\']}"',
+         'run_id=f"research-{request[\'id\']}-{uuid.uuid4().hex[:6]}"', CLEAN_ONLY),
+        ("the extraction email has no key",
+         '''docs,
+                    idempotency_key=ctx.idempotency_key("extracted", rid))''',
+         '''docs)''', lambda step, when: step == "extract" and when == "after_effect"),
+    ],
+    "model billed once": [
+        ("the plan is asked for outside a step",
+         '''planned = ctx.step(dl.Step("plan", cost=model_cost), plan, folder, request)''',
+         '''planned = plan(folder, request)''', CLEAN_ONLY),
+        ("the plan is kept in a dict in the process's memory",
+         '''planned = ctx.step(dl.Step("plan", cost=model_cost), plan, folder, request)''',
+         '''planned = PLANS.get(rid) or PLANS.setdefault(rid, plan(folder, request))''',
+         CLEAN_ONLY),
+        ("the draft is retried by hand, outside a step",
+         "report = ctx.step(DRAFTING, draft, folder, request, facts)",
+         '''report = None
+        while report is None:
+            try:
+                report = draft(folder, request, facts)
+            except Exception:
+                pass''', lambda step, when: step == "post" and when != "after_effect"),
+    ],
+    "recorded non-determinism": [
+        ("the report id from uuid4", "report_id = ctx.uuid()", "report_id = str(uuid.uuid4())",
+         lambda step, when: step == "post" and when == "after_checkpoint"),
+        ("the report id from the clock", "report_id = ctx.uuid()",
+         'report_id = f"{rid}-{time.time_ns()}"',
+         lambda step, when: step == "post" and when == "after_checkpoint"),
+        ("the report id from random", "report_id = ctx.uuid()",
+         'report_id = f"{rid}-{random.randrange(10 ** 9)}"',
+         lambda step, when: step == "post" and when == "after_checkpoint"),
+    ],
+    "budget": [
+        ("no budget", 'run_id=f"research-{request[\'id\']}", budget=budget)',
+         'run_id=f"research-{request[\'id\']}")', CLEAN_ONLY),
+        ("dollars and hours, but not steps", 'dl.Budget(max_steps=limit["steps"], max_cost',
+         'dl.Budget(max_cost', CLEAN_ONLY),
+        ("the plan's dollars are not recorded",
+         'ctx.step(dl.Step("plan", cost=model_cost), plan', 'ctx.step("plan", plan', CLEAN_ONLY),
+    ],
+    "approval deadline": [
+        ("the timeout in hours, read as seconds", "timeout=APPROVAL_HOURS * 3600",
+         "timeout=APPROVAL_HOURS", CLEAN_ONLY),
+        ("silence taken for a yes", '''        if not answer:
+            return''', '''        if answer is False:
+            return''', CLEAN_ONLY),
+        ("the approver is asked outside a step", '''ctx.step("ask", ask_approval, folder, request,
+                 idempotency_key=ctx.idempotency_key("ask", rid))''',
+         '''ask_approval(folder, request)''', CLEAN_ONLY),
+        ("the expiry notice is sent outside a step",
+         '''ctx.step("expired", approval_expired, folder, request,
+                     idempotency_key=ctx.idempotency_key("expired", rid))''',
+         '''approval_expired(folder, request)''',
+         lambda step, when: step in ("draft", "post") and when == "before_step"),
+    ],
+    "per-tenant limit": [
+        ("a queue with no per-tenant limit", 'dl.Queue("research", per_key=1)',
+         'dl.Queue("research")', CLEAN_ONLY),
+        ("the queue's key is the request", 'key=request["tenant"]', 'key=request["id"]',
+         CLEAN_ONLY),
+        ("a concurrency limit of two for everyone", 'dl.Queue("research", per_key=1)',
+         'dl.Queue("research", concurrency=2)', CLEAN_ONLY),
+    ],
+    "compensation": [
+        ("no saga: the payment is a plain step",
+         '''saga.step("buy", buy_source, folder, request, idempotency_key=paid,
+              undo=(refund_source, folder, paid))''',
+         '''ctx.step("buy", buy_source, folder, request, idempotency_key=paid)''', CLEAN_ONLY),
+        ("the undo names another reference", "undo=(refund_source, folder, paid))",
+         'undo=(refund_source, folder, ctx.idempotency_key("refund", rid)))', CLEAN_ONLY),
+        ("the post is outside the saga", '''        report_id = ctx.uuid()
+        sources = facts["sources"] if with_sources else None
+        ctx.step("post", post_report, folder, request, report_id, report["text"],
+                 sources=sources, idempotency_key=ctx.idempotency_key("post", rid))''',
+         '''    report_id = ctx.uuid()
+    sources = facts["sources"] if with_sources else None
+    ctx.step("post", post_report, folder, request, report_id, report["text"],
+             sources=sources, idempotency_key=ctx.idempotency_key("post", rid))''',
+         CLEAN_ONLY),
+    ],
+    "versioning": [
+        ("version 2 declared as version 1", 'dl.workflow("research-agent", version=2)',
+         'dl.workflow("research-agent", version=1)', CLEAN_ONLY),
+        ("submit always starts version 1", "engine.enqueue(RESEARCH, workflow, folder",
+         "engine.enqueue(RESEARCH, research, folder", CLEAN_ONLY),
+        ("version 2 forgets the sources", "with_sources=True", "with_sources=False", CLEAN_ONLY),
+    ],
+}
+
+IMPORTS = "import random\nimport time\nimport uuid\nPLANS = {}\n"
+
+
+def wrong_cells(old, new):
+    return [IMPORTS] + replace(RIGHT, old, new)
+
+
+CASES = [(prop, what, old, new, pts) for prop, answers in WRONG.items()
+         for what, old, new, pts in answers]
+
+
+def test_every_property_has_three_wrong_answers():
+    assert set(WRONG) == set(ex16.PROPERTIES)
+    assert all(len(answers) >= 3 for answers in WRONG.values())
+
+
+@pytest.fixture(scope="module")
+def wrong_results():
+    """Every wrong answer on every seed, graded on its own property:
+    {(prop, what, seed): (where, message) of what broke it, or None}."""
+    jobs = []
+    for prop, what, old, new, pts in CASES:
+        answers = run_cells(wrong_cells(old, new), name=what.replace(" ", "-"))
+        for seed in SEEDS:
+            jobs.append((prop, what, seed, answers, pts))
+
+    def grade(job):
+        prop, what, seed, answers, pts = job
+        graded = ex16.sweep(answers, seed, only=prop, jobs=1, stop_on=prop, points=pts)
+        return (prop, what, seed), graded.broken(prop)
+
+    started = time.monotonic()
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        out = dict(pool.map(grade, jobs))
+    out["seconds"] = time.monotonic() - started
+    return out
+
+
+@pytest.mark.parametrize("prop,what", [(c[0], c[1]) for c in CASES])
+def test_wrong_answer_loses_its_property_on_every_seed(wrong_results, prop, what):
+    for seed in SEEDS:
+        assert wrong_results[(prop, what, seed)], f"{what!r} kept {prop!r} on seed {seed}"
