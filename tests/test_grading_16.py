@@ -136,6 +136,24 @@ CASES = [(prop, what, old, new, pts) for prop, answers in WRONG.items()
          for what, old, new, pts in answers]
 
 
+@pytest.mark.parametrize("seed", range(1, 41))
+def test_every_property_s_distinguishing_case_is_drawn_on_every_run(seed):
+    """The scenario's five roles, whatever the seed: each property's case is reached."""
+    from durable_lite.capstone import APPROVAL_OVER
+    from durable_lite.grading.cases import Draw
+    r = ex16.requests_for(Draw(seed))
+    assert len({q["id"] for q in r.values()}) == 5
+    assert r["A1"]["tenant"] == r["A2"]["tenant"] != r["B3"]["tenant"] == r["B4"]["tenant"]
+    assert r["A1"]["topic"] == r["B3"]["topic"]                      # a key from the topic
+    assert r["A1"]["source_price"] > APPROVAL_OVER < r["B3"]["source_price"]   # two approvals
+    assert 0 < r["A2"]["source_price"] < APPROVAL_OVER and 0 < r["B4"]["source_price"] < APPROVAL_OVER
+    assert r["B4"]["project"] == "archived"                          # compensation
+    assert r["B5"]["budget"]["steps"] < r["B5"]["calls"] + 1         # the budget halts it
+    phases = ex16.phases(r)
+    assert [role for role, _ in phases[1][3]] == ["A1"] and phases[2][4] >= 24   # yes; deadline
+    assert {v for _, v in phases[0][2]} == {1} and {v for _, v in phases[1][2]} == {2}
+
+
 def test_every_property_has_three_wrong_answers():
     assert set(WRONG) == set(ex16.PROPERTIES)
     assert all(len(answers) >= 3 for answers in WRONG.values())

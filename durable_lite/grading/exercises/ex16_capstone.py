@@ -25,7 +25,9 @@ Five requests for two tenants share one store and one world, drawn fresh on ever
 
 Every phase is a new Python process that runs the answer's cells again
 (`portable.module_source`; phase 1's module holds no `research_v2`: it is not deployed
-yet). First the scenario is played without a crash, noting every crash point the worker
+yet). The processes are forked from one that has imported only the course's package
+(`forked.Forks`), so each imports the answer afresh and none inherits another's memory.
+First the scenario is played without a crash, noting every crash point the worker
 processes pass, in order. Then, for each of those points, the scenario is played again in
 a fresh store and world, and the worker process is SIGKILLed at that point; the phase is
 started again in a new process (as a restarted pod runs its script again) until it
@@ -39,7 +41,9 @@ The rubric: each property, the lesson that taught it, and the request that reach
   run of a request is the same run when its submit is run again (B3, B4 in phase 4), and
   two requests with the same topic (A1, B3) are two requests.
 - model billed once (05): one plan and one successful draft billed per request, though the
-  plan's call ids are invented at run time and the draft fails on its first try.
+  plan's call ids are invented at run time and the draft fails on its first try. A kill
+  right after a step's effect, before its checkpoint, may bill one call twice: that window
+  (lesson 03) no engine closes for a provider that takes no key, so it is forgiven once.
 - recorded non-determinism (04): the report id emailed is the report id posted.
 - budget (08): B5 halts by its step budget, with no more tool calls than the budget
   allows, in however many processes; every run's recorded dollars are its model bills.
@@ -107,7 +111,8 @@ def requests_for(draw) -> dict:
     ids = draw.distinct(lambda: f"req-{draw.token(5)}", 5)
 
     def request(i, tenant, topic, price, calls, project="open", steps=40):
-        return {"id": ids[i], "tenant": tenant, "topic": topic, "owner": f"{draw.person()}@{tenant}.example",
+        return {"id": ids[i], "tenant": tenant, "topic": topic,
+                "owner": f"{draw.person()}@{tenant}.example",
                 "source_price": price, "calls": calls, "project": project,
                 "budget": {"steps": steps, "dollars": round(draw.uniform(2, 5), 2),
                            "hours": draw.randint(48, 96)}}
@@ -310,7 +315,8 @@ def observe(folder, requests, runs) -> dict:
         db = sqlite3.connect(path)
         try:
             records = [(i, ledger, key, json.loads(detail)) for i, ledger, key, detail in
-                       db.execute("SELECT id, ledger, idempotency_key, detail FROM records ORDER BY id")]
+                       db.execute("SELECT id, ledger, idempotency_key, detail FROM records "
+                                  "ORDER BY id")]
         finally:
             db.close()
     store = sqlite3.connect(os.path.join(folder, "runs.db"))
@@ -373,8 +379,8 @@ def _exactly_once(obs, requests):
                 runs_per_request.setdefault(req["id"], []).append(r["run_id"])
     for role, req in requests.items():
         if len(runs_per_request.get(req["id"], [])) > 1:
-            raise Fail(f"request {req['id']} has {len(runs_per_request[req['id']])} runs in the store "
-                       "after its submit ran again")
+            raise Fail(f"request {req['id']} has {len(runs_per_request[req['id']])} runs in the "
+                       "store after its submit ran again")
     expect = {"A1": (1, 1, 1, 0), "A2": (1, 1, 1, 0), "B3": (1, 0, 1, 0), "B4": (0, 1, 0, 1)}
     for role, (posts, charges, reports, refunds) in expect.items():
         if role not in requests:
@@ -422,7 +428,8 @@ def _budget(obs, requests):
     allowed = req["budget"]["steps"]
     if run["status"] != "halted" or "max_steps" not in (run.get("halt_reason") or ""):
         raise Fail(f"request {req['id']} (a plan of {req['calls']} tool calls, a budget of "
-                   f"{allowed} steps) ended {run['status']} ({run.get('halt_reason') or run.get('error')}) "
+                   f"{allowed} steps) ended {run['status']} "
+                   f"({run.get('halt_reason') or run.get('error')}) "
                    f"after {fetches} tool calls")
     if fetches + 1 > allowed:
         raise Fail(f"request {req['id']}: {fetches} tool calls and its plan with a budget of "
@@ -431,7 +438,8 @@ def _budget(obs, requests):
         if role in requests:
             rid = requests[role]["id"]
             billed = round(sum(d["cost"] for d in _by_request(obs, "model", rid)), 6)
-            recorded = round(sum(c or 0 for _, c in obs["entries"].get(_run_of(obs, rid)["run_id"], [])), 6)
+            entries = obs["entries"].get(_run_of(obs, rid)["run_id"], [])
+            recorded = round(sum(c or 0 for _, c in entries), 6)
             bills = [d["cost"] for d in _by_request(obs, "model", rid)]
             if abs(billed - recorded) > 1e-6 and not (
                     obs["window"] and any(abs(billed - b - recorded) < 1e-6 for b in bills)):
@@ -482,7 +490,8 @@ def _versioning(obs, requests):
         run = _run_of(obs, rid)
         posts = _by_request(obs, "tracker", rid)
         if run["version"] != version:
-            raise Fail(f"request {rid}, submitted {'before' if version == 1 else 'after'} version 2 "
+            when = "before" if version == 1 else "after"
+            raise Fail(f"request {rid}, submitted {when} version 2 "
                        f"was deployed, ran on version {run['version']}")
         if posts and bool(posts[0].get("sources")) != (version == 2):
             raise Fail(f"request {rid} (version {version}) posted its report "
@@ -500,7 +509,8 @@ class Graded:
     """One sweep's outcome: the points, and {point index: {property: failure or None}}."""
 
     def __init__(self, seed, points, clean, cases, seconds):
-        self.seed, self.points, self.clean, self.cases, self.seconds = seed, points, clean, cases, seconds
+        self.seed, self.points, self.clean = seed, points, clean
+        self.cases, self.seconds = cases, seconds
 
     def broken(self, prop):
         """(point label or "no crash", message) of the first case that broke `prop`, or None."""
@@ -522,7 +532,8 @@ class Graded:
         width = max(len(r) for r in rows)
         lines = [" " * width + "  " + " ".join(f"{s:>8}" for s in short)]
         for label, bad in rows.items():
-            lines.append(f"{label:<{width}}  " + " ".join(f"{'✗' if p in bad else '·':>8}" for p in props))
+            marks = " ".join(f"{'✗' if p in bad else '·':>8}" for p in props)
+            lines.append(f"{label:<{width}}  {marks}")
         lines.append(f"(seed {self.seed}: {len(self.cases)} crash points)")
         return "\n".join(lines)
 
