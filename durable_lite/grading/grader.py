@@ -339,7 +339,7 @@ def _run(assembled, sandbox, ex, seed, timeout, results, started, cell_timeout,
             per_test = ex.test_time_limit or TEST_TIME_LIMIT
             code, expressions = grading_request(ex.id, question.id, question.answers, qseed,
                                                 nonce, per_test)
-            limit = min(left, len(question.tests) * TEST_TIME_LIMIT + per_test + 15)
+            limit = min(left, len(question.tests) * per_test + 15)
             began = time.monotonic()
             try:
                 reply = kernel.execute(code, limit, expressions, outputs=kept)
