@@ -641,7 +641,8 @@ def _property_test(prop):
             where, message = broken
             when = "with no crash" if where == "no crash" else f"after a crash at {where}"
             raise Fail(f"{when}: {message}\n{graded.table()}",
-                       f"{_lessons(prop)} taught it; seed={graded.seed} repeats these cases")
+                       f"{_lessons(prop)} taught it; self_check(\"{prop}\", ..., seed={graded.seed}) "
+                       "plays these cases again for this property")
     return test
 
 
