@@ -130,8 +130,11 @@ def _main(spec_json):
 
     spec = json.loads(spec_json)
     try:
-        module = importlib.import_module(MODULE)
+        # The course's examples first: workflow names are global, and a learner's workflow
+        # named like one of them ("refund", "research") must be the one that runs here, as
+        # in the notebook, not silently replaced by the example imported after it.
         examples = importlib.import_module("durable_lite.examples")
+        module = importlib.import_module(MODULE)
         for name in spec["wrap"]:
             real = getattr(module, name, None) or getattr(examples, name)
             wrapped = _wrapper(name, real, spec["log"], spec["kill"])
