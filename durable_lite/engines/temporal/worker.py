@@ -275,10 +275,12 @@ async def outcome(client, workflow_id, deadline=None, hurry=None) -> dict:
                 return found
             await asyncio.sleep(0.1)
     result = asyncio.ensure_future(handle.result())
+    settled = False
     try:
         while not result.done() and not enough():
             await asyncio.wait([result], timeout=0.25)
         if result.done():
+            settled = True
             found["result"] = result.result()
     except WorkflowFailureError as exc:
         cause = exc.cause
@@ -287,6 +289,13 @@ async def outcome(client, workflow_id, deadline=None, hurry=None) -> dict:
         result.cancel()
     described = await handle.describe()
     found["status"] = described.status.name if described.status is not None else None
+    if found["status"] in ("COMPLETED", "FAILED") and not settled:
+        # It ended between the last look and this one (the wait ran out meanwhile, on a
+        # busy machine): its outcome is there now, so report it, not "completed with None".
+        try:
+            found["result"] = await asyncio.wait_for(handle.result(), timeout=30)
+        except WorkflowFailureError as exc:
+            found["error"] = f"{type(exc.cause).__name__}: {exc.cause}"
     return found
 
 
