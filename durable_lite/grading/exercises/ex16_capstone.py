@@ -90,6 +90,10 @@ PROPERTIES = {
     "budget": "08", "approval deadline": "07", "per-tenant limit": "11",
     "compensation": "09", "versioning": "12",
 }
+# Each property's column in the table of crash points: a whole word, not a cut one.
+COLUMN = {"exactly once": "once", "model billed once": "billed", "recorded non-determinism":
+          "recorded", "budget": "budget", "approval deadline": "deadline",
+          "per-tenant limit": "per-tenant", "compensation": "compensate", "versioning": "version"}
 # The requests each property needs: a self-check of one property plays only those.
 NEEDS = {
     "exactly once": ("A1", "A2", "B3", "B4"), "model billed once": ("A1", "A2"),
@@ -528,11 +532,11 @@ class Graded:
         for index, outcome in sorted(self.cases.items()):
             label = _label(self.points[index - 1])
             rows.setdefault(label, set()).update(p for p in props if outcome.get(p))
-        short = [p.split()[0][:8] for p in props]
-        width = max(len(r) for r in rows)
-        lines = [" " * width + "  " + " ".join(f"{s:>8}" for s in short)]
+        short = [COLUMN[p] for p in props]
+        width, column = max(len(r) for r in rows), max(len(s) for s in short)
+        lines = [" " * width + "  " + " ".join(f"{s:>{column}}" for s in short)]
         for label, bad in rows.items():
-            marks = " ".join(f"{'✗' if p in bad else '·':>8}" for p in props)
+            marks = " ".join(f"{'✗' if p in bad else '·':>{column}}" for p in props)
             lines.append(f"{label:<{width}}  {marks}")
         lines.append(f"(seed {self.seed}: {len(self.cases)} crash points)")
         return "\n".join(lines)
@@ -608,7 +612,7 @@ def sweep(answers, seed, only=None, jobs=2, crash=True, stop_on=None, points=Non
     return Graded(seed, points, clean_judged, cases, time.monotonic() - started)
 
 
-def _lessons(prop) -> str:
+def lessons_of(prop) -> str:
     """"lesson 05" or "lessons 02, 03": where a property was taught."""
     taught = PROPERTIES[prop]
     return f"lesson{'s' if ',' in taught else ''} {taught}"
@@ -641,13 +645,13 @@ def _property_test(prop):
             where, message = broken
             when = "with no crash" if where == "no crash" else f"after a crash at {where}"
             raise Fail(f"{when}: {message}\n{graded.table()}",
-                       f"{_lessons(prop)} taught it; self_check(\"{prop}\", ..., seed={graded.seed}) "
+                       f"{lessons_of(prop)} taught it; self_check(\"{prop}\", ..., seed={graded.seed}) "
                        "plays these cases again for this property")
     return test
 
 
 for _prop in PROPERTIES:
-    q1.test(f"{_prop} ({_lessons(_prop)}), at every crash point")(_property_test(_prop))
+    q1.test(f"{_prop} ({lessons_of(_prop)}), at every crash point")(_property_test(_prop))
 
 
 # the self-check ---------------------------------------------------------------------------------
@@ -670,9 +674,9 @@ def self_check(prop, research, research_v2, submit, serve, seed=None, crash=True
     if broken:
         where, message = broken
         when = "with no crash at all" if where == "no crash" else f"first after a crash at {where}"
-        print(f"\n✗ {prop} ({_lessons(prop)}) broke {when}: {message}\n"
+        print(f"\n✗ {prop} ({lessons_of(prop)}) broke {when}: {message}\n"
               f"  (seed={graded.seed} repeats these cases)")
     else:
-        print(f"\n✓ {prop} ({_lessons(prop)}) held at every one of "
+        print(f"\n✓ {prop} ({lessons_of(prop)}) held at every one of "
               f"{len(graded.cases)} crash points")
     return None
