@@ -60,6 +60,8 @@ LONGEST_FIRST = (
     "tests/test_grading_16.py", "tests/test_grading_16_right.py",
     "tests/test_grading_14.py",
     "tests/test_grading_report.py", "tests/browser/test_widgets_in_browser.py",
+    "tests/browser/test_hub_in_browser.py", "tests/test_hub.py", "tests/test_grading_16.py",
+    "tests/test_grading_16_right.py",
     "tests/test_my_work.py", "tests/browser/test_saving.py",
     "tests/browser/test_widget_details.py", "tests/test_grading_09.py",
     "tests/test_grading_12.py", "tests/test_grading_properties_01_07.py",
