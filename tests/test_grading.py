@@ -216,10 +216,12 @@ def test_a_notebook_that_kills_its_kernel_is_scored(tmp_path):
 def test_a_notebook_past_its_time_limit_keeps_the_scores_it_earned(tmp_path):
     path = learner("01_naive_retry", tmp_path, start="solutions",
                    cells={"def retry_from_top": INTERRUPTIBLE_LOOP})
-    score = grade_notebook(path, timeout=8, cell_timeout=30)
+    # q3 loops for ever, so the limit always cuts it; q1 must be done by then, on a machine
+    # busy enough to make it take twice its time (8 s was not enough for that).
+    score = grade_notebook(path, timeout=20, cell_timeout=30)
     assert "time limit" in score.note or "ignored the interrupt" in score.note
     assert statuses(score)["q1"] == "passed" and statuses(score)["q3"] == "not checked"
-    assert score.seconds < 30
+    assert score.seconds < 60
 
 
 def test_an_answer_cell_written_again_under_a_new_id_still_counts(tmp_path):

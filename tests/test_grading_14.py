@@ -612,8 +612,9 @@ def test_a_hard_coded_longer_deadline_fails_the_silent_runs(graded):
     not long enough for the long one (at least 4.3 s): whichever run comes first fails."""
     results = graded[LONGER_CONSTANT]
     assert failed(results) == {SILENT}
-    assert re.search(r"your port's wait lasted (3\.9|4\.[0-4]) s: it went on past the "
-                     r"deadline", results[SILENT].message), results[SILENT].message
+    # 3.9 s measured, or more on a busy machine (4.5 s was seen at a load of 24)
+    assert re.search(r"your port's wait lasted (3\.9|[4-9]\.\d|[1-9]\d+\.\d) s: it went on "
+                     r"past the deadline", results[SILENT].message), results[SILENT].message
 
 
 def test_a_wait_that_outlasts_an_answer_is_told_so_not_given_a_deadline():
