@@ -13,6 +13,7 @@ lessons so). Nothing sleeps a fixed time: every wait is a condition with a deadl
 """
 
 import asyncio
+import contextlib
 import http.cookiejar
 import json
 import os
@@ -158,6 +159,20 @@ class RunningHub:
                 except OSError:
                     pass
 
+
+
+@contextlib.contextmanager
+def running_hub(folder: Path, extra=()):
+    """A hub started in `folder` for as long as the block lasts (a module's fixture): stopped
+    as `make` stops it at the end, and whatever a failing test left running killed."""
+    running = RunningHub(folder, extra=extra).start()
+    try:
+        yield running
+    finally:
+        try:
+            running.stop()
+        finally:
+            running.kill_everything_left()
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
     def redirect_request(self, *args, **kwargs):

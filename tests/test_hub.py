@@ -32,19 +32,15 @@ from durable_lite.hub.classview import FAILING, NOT_ATTEMPTED, PASSED, ClassView
 from durable_lite.hub.state import HubState
 from durable_lite.lab.workspace import originals
 from hub_notebooks import EXERCISE, QUESTION, write_answer
-from hub_support import ROOT, Kernel, Learner, RunningHub, wait_for
+from hub_support import ROOT, Kernel, Learner, running_hub, wait_for
 
 linux = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="make hub is for Linux")
 
 
 @pytest.fixture(scope="module")
 def hub(tmp_path_factory):
-    running = RunningHub(tmp_path_factory.mktemp("hub")).start()
-    yield running
-    try:
-        running.stop()
-    finally:
-        running.kill_everything_left()
+    with running_hub(tmp_path_factory.mktemp("hub")) as running:
+        yield running
 
 
 @pytest.fixture(scope="module")

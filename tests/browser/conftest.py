@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_driver import CHROMIUM_ARGS, EXPECT_TIMEOUT_MS, LabServer, NotebookPage, find_chromium
+from jupyter_driver import LabServer, NotebookPage, find_chromium, launched_chromium
 from widget_lessons import NOTEBOOKS
 
 SKIPPED = pytest.StashKey[str]()
@@ -61,14 +61,8 @@ def lab_server(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def chromium(lab_server):
-    from playwright.sync_api import expect, sync_playwright
-
-    expect.set_options(timeout=EXPECT_TIMEOUT_MS)
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=find_chromium(), headless=True,
-                                             args=CHROMIUM_ARGS)
+    with launched_chromium() as browser:
         yield browser
-        browser.close()
 
 
 @pytest.fixture

@@ -19,6 +19,7 @@ Nothing here sleeps for a fixed time. Two conditions do all the waiting:
   its own messages (see `_TRACKER_JS`) instead of guessing from the busy/idle light.
 """
 
+import contextlib
 import json
 import os
 import re
@@ -72,6 +73,23 @@ def find_chromium():
             return found
     mac = "/Applications/Google Chrome.app/Contents/MacOS/Google Chrome"
     return mac if os.access(mac, os.X_OK) else None
+
+
+@contextlib.contextmanager
+def launched_chromium():
+    """One headless Chromium (the machine's own, see find_chromium) for as long as the block
+    lasts, with Playwright's expect() given the suite's patience."""
+    from playwright.sync_api import expect as playwright_expect
+    from playwright.sync_api import sync_playwright
+
+    playwright_expect.set_options(timeout=EXPECT_TIMEOUT_MS)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=find_chromium(), headless=True,
+                                             args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
 
 
 def expect(target, *args, **kwargs):

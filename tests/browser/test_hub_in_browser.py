@@ -17,9 +17,9 @@ import time
 import pytest
 
 from hub_notebooks import EXERCISE, QUESTION, answer_cell, check_cell, write_answer
-from hub_support import RunningHub
-from jupyter_driver import (_COMMAND_JS, _KERNEL_IDLE_JS, _SETTLED_JS, _TRACKER_JS, CHROMIUM_ARGS,
-                            EXPECT_TIMEOUT_MS, TIMEOUT_MS, expect, find_chromium)
+from hub_support import running_hub
+from jupyter_driver import (_COMMAND_JS, _KERNEL_IDLE_JS, _SETTLED_JS, _TRACKER_JS, TIMEOUT_MS,
+                            expect, launched_chromium)
 
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not sys.platform.startswith("linux"), reason="make hub is for Linux")]
@@ -29,26 +29,14 @@ SHOWN_WITHIN_MS = 10_000        # the page asks every 2 s; a check's line is wri
 
 @pytest.fixture(scope="module")
 def hub(tmp_path_factory):
-    running = RunningHub(tmp_path_factory.mktemp("hub"),
-                         extra=["--lab-arg=--LabApp.expose_app_in_browser=True"]).start()
-    yield running
-    try:
-        running.stop()
-    finally:
-        running.kill_everything_left()
+    with running_hub(tmp_path_factory.mktemp("hub"), extra=["--lab-arg=--LabApp.expose_app_in_browser=True"]) as running:
+        yield running
 
 
 @pytest.fixture(scope="module")
 def browser(hub):
-    from playwright.sync_api import expect as playwright_expect
-    from playwright.sync_api import sync_playwright
-
-    playwright_expect.set_options(timeout=EXPECT_TIMEOUT_MS)
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=find_chromium(), headless=True,
-                                              args=CHROMIUM_ARGS)
+    with launched_chromium() as chromium:
         yield chromium
-        chromium.close()
 
 
 def sign_in(browser, url: str, name: str, code: str):

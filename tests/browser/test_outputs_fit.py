@@ -16,7 +16,7 @@ to render them all (`windowingMode: none`), so every output is laid out and meas
 
 import pytest
 
-from jupyter_driver import CHROMIUM_ARGS, LabServer, find_chromium
+from jupyter_driver import LabServer, launched_chromium
 from widget_lessons import NOTEBOOKS
 
 pytestmark = pytest.mark.browser
@@ -79,20 +79,15 @@ _MEASURE_JS = """scale => {
 @pytest.fixture(scope="module")
 def laptop(tmp_path_factory):
     """A page 1100×800 on a JupyterLab that lays out every cell."""
-    from playwright.sync_api import sync_playwright
-
     server = LabServer(NOTEBOOKS, tmp_path_factory.mktemp("fit"), settings=RENDER_EVERY_CELL).start()
     try:
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=find_chromium(), headless=True,
-                                                 args=CHROMIUM_ARGS)
+        with launched_chromium() as browser:
             page = browser.new_context(viewport=LAPTOP).new_page()
             page.set_default_timeout(120_000)
             page.goto(f"{server.url}/lab?token={server.token}&reset")
             page.wait_for_function("() => window.jupyterapp && "
                                    "window.jupyterapp.commands.hasCommand('docmanager:open')")
             yield server, page
-            browser.close()
     finally:
         server.stop()
 

@@ -19,7 +19,7 @@ import time
 import pytest
 
 from durable_lite.lab.workspace import copy_missing_work
-from jupyter_driver import AUTOSAVE, CHROMIUM_ARGS, LabServer, NotebookPage, button, expect, find_chromium
+from jupyter_driver import AUTOSAVE, LabServer, NotebookPage, button, expect, launched_chromium
 from widget_lessons import NOTEBOOKS, ROOT, code_cells
 
 LESSON = "notebooks/00_welcome.ipynb"
@@ -70,15 +70,8 @@ def course(tmp_path):
 @pytest.fixture(scope="module")
 def browser():
     """One Chromium for the module's tests (each opens its own pages, closed after it)."""
-    from playwright.sync_api import expect as playwright_expect, sync_playwright
-    from jupyter_driver import EXPECT_TIMEOUT_MS
-
-    playwright_expect.set_options(timeout=EXPECT_TIMEOUT_MS)
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=find_chromium(), headless=True,
-                                              args=CHROMIUM_ARGS)
+    with launched_chromium() as chromium:
         yield chromium
-        chromium.close()
 
 
 @pytest.fixture
