@@ -27,23 +27,21 @@ from durable_lite.grading.grader import grade_notebook
 from durable_lite.grading.portable import NotPortable, module_source
 
 from given_code import classify, forward
-from grading_support import ROOT, check_outputs, failing_tests, learner, statuses, with_code
+from grading_support import ROOT, WRONG, check_outputs, failing_tests, learner, statuses, with_code
 # Exercise 01's tests in all, the full marks of the notebooks below
 TESTS_01 = sum(len(q.tests) for q in exercise("01_naive_retry").questions.values())
 
 
-CONCATENATED_KEY = '''
-def refund_key(run_id, order_id):
-    return hashlib.sha256((run_id + order_id).encode()).hexdigest()
-'''
-
-
 def test_a_grading_run_is_repeated_exactly_by_its_seed(tmp_path):
-    # q1 alone (the other questions untouched, so no check runs for them), graded three times
-    path = learner("03_idempotency", tmp_path, cells={"def refund_key": CONCATENATED_KEY})
+    # exercise 13's typical wrong answer (the other questions untouched, so no check runs for
+    # them): its failures quote the drawn costs. Graded three times.
+    marker, source = WRONG["13_costs"]
+    path = learner("13_costs", tmp_path, cells={marker: source})
     first, again, other = (grade_notebook(path, seed=s) for s in (1234, 1234, 4321))
-    failures = [[t["message"] for t in score.question("q1")["tests"]] for score in (first, again, other)]
-    assert failures[0] == failures[1] != failures[2]      # the drawn ids are in the message
+    [question] = [q["question"] for q in first.questions if q["status"] == "failed"]
+    failures = [[t["message"] for t in score.question(question)["tests"]]
+                for score in (first, again, other)]
+    assert failures[0] == failures[1] != failures[2]      # the drawn values are in the message
     assert "cases seed 1234" in first.report()
 
 
