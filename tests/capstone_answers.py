@@ -80,6 +80,45 @@ def serve(engine):
 
 RIGHT = [GIVEN, QUEUE, STEPS, V1, V2, SUBMIT]
 
+# Right answers written differently: {what the learner did: [(old text, new text)]}, each
+# a change of RIGHT that must keep full marks.
+RIGHT_VARIANTS = {
+    # keys made another way, the budget in a helper, the queue's tenant limit with a concurrency
+    "other keys and names": [
+        ('idempotency_key=ctx.idempotency_key("email", rid)',
+         'idempotency_key=ctx.idempotency_key("report-mail", request["tenant"], rid)'),
+        ('dl.Queue("research", per_key=1)', 'dl.Queue("research", concurrency=4, per_key=1)'),
+        ('run_id=f"research-{request[\'id\']}"', 'run_id="agent/" + request["id"]'),
+    ],
+    # the wait answered by a falsy check written out, the sources from the plan's recorded calls
+    "written out": [
+        ('''        if not answer:
+            return''', '''        if answer is None or answer is False:
+            return'''),
+        ('sources = facts["sources"] if with_sources else None',
+         'sources = None\n        if with_sources:\n            sources = list(facts["sources"])'),
+    ],
+    # the draft's retry as a learner first writes it: the default backoff (1 s, then 2 s)
+    "the draft retried with the default backoff": [
+        ("dl.Retry(max_attempts=4, initial=1, jitter=False)",
+         "dl.Retry(max_attempts=3, jitter=False)"),
+    ],
+    # a backoff longer than the grader's lease: the worker's clock is well past its phase's
+    # start when it takes the next run
+    "the draft retried after a long backoff": [
+        ("dl.Retry(max_attempts=4, initial=1, jitter=False)",
+         "dl.Retry(max_attempts=3, initial=45, jitter=False)"),
+    ],
+}
+
+
+def variant(name):
+    """The cells of the right answer written differently as RIGHT_VARIANTS[name] says."""
+    cells = RIGHT
+    for old, new in RIGHT_VARIANTS[name]:
+        cells = replace(cells, old, new)
+    return cells
+
 
 def run_cells(cells, name="answer_cells"):
     """Run `cells` as a kernel would, in a fresh namespace that keeps their sources in

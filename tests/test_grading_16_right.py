@@ -5,13 +5,15 @@ self-check of one property takes seconds. (The wrong answers: test_grading_16.py
 is apart so that `make test` runs the two side by side.)
 """
 
+import os
+import sqlite3
 import time
 
 import pytest
 
 from durable_lite.grading.exercises import ex16_capstone as ex16
 
-from capstone_answers import RIGHT, replace, run_cells
+from capstone_answers import RIGHT, RIGHT_VARIANTS, run_cells, variant
 
 AFTER_EFFECT = lambda step, when: when == "after_effect"         # noqa: E731
 
@@ -28,32 +30,57 @@ def test_the_solution_keeps_every_property_at_every_crash_point(solution_graded)
     assert {when for _, when in g.points} == {"before_step", "after_effect", "after_checkpoint"}
 
 
-RIGHT_VARIANTS = {
-    # keys made another way, the budget in a helper, the queue's tenant limit with a concurrency
-    "other keys and names": [
-        ('idempotency_key=ctx.idempotency_key("email", rid)',
-         'idempotency_key=ctx.idempotency_key("report-mail", request["tenant"], rid)'),
-        ('dl.Queue("research", per_key=1)', 'dl.Queue("research", concurrency=4, per_key=1)'),
-        ('run_id=f"research-{request[\'id\']}"', 'run_id="agent/" + request["id"]'),
-    ],
-    # the wait answered by a falsy check written out, the sources from the plan's recorded calls
-    "written out": [
-        ('''        if not answer:
-            return''', '''        if answer is None or answer is False:
-            return'''),
-        ('sources = facts["sources"] if with_sources else None',
-         'sources = None\n        if with_sources:\n            sources = list(facts["sources"])'),
-    ],
-}
-
-
-@pytest.mark.parametrize("variant", sorted(RIGHT_VARIANTS))
-def test_right_answers_written_differently_keep_every_property(variant):
-    cells = RIGHT
-    for old, new in RIGHT_VARIANTS[variant]:
-        cells = replace(cells, old, new)
-    g = ex16.sweep(run_cells(cells, name=variant.replace(" ", "-")), seed=2, points=AFTER_EFFECT)
+@pytest.mark.parametrize("name", sorted(RIGHT_VARIANTS))
+def test_right_answers_written_differently_keep_every_property(name):
+    g = ex16.sweep(run_cells(variant(name), name=name.replace(" ", "-")), seed=2,
+                   points=AFTER_EFFECT)
     assert not any(g.broken(p) for p in ex16.PROPERTIES), g.table()
+
+
+def test_a_draft_retried_with_the_default_backoff_keeps_the_approval_deadline():
+    """A newcomer's right answer (`dl.Retry(max_attempts=3, jitter=False)` on the draft) once
+    failed its self-check of "approval deadline": its backoff had moved the killed worker's
+    clock a second past the phase's start, so the worker restarted 31 s after the phase began
+    still found the run leased, and the run asked for its approval a phase late."""
+    answers = run_cells(variant("the draft retried with the default backoff"), name="backoff")
+    for seed in (2, 3):
+        g = ex16.sweep(answers, seed=seed, only="approval deadline")
+        assert not g.broken("approval deadline"), g.table()
+
+
+def test_a_killed_worker_s_run_is_taken_up_again_in_the_same_phase_whatever_its_clock_read():
+    """Killed in phase 2 after a draft's backoff of 45 s (more than the lease) had moved its
+    clock on, the worker is started again after its lease has lapsed: the run it held goes
+    on in phase 2, not 25 hours later."""
+    from durable_lite.grading.cases import Draw
+    from durable_lite.grading.forked import Forks
+    from durable_lite.grading.harness import START, scratch
+    answers = run_cells(variant("the draft retried after a long backoff"), name="long-backoff")
+    sources, requests = ex16.sources_of(answers), ex16.requests_for(Draw(2))
+    forks = Forks(preload=(ex16.__name__,))
+    try:
+        with scratch("ex16-restart") as root:
+            clean = ex16.play(os.path.join(root, "clean"), sources, requests, forks=forks,
+                              snapshots=os.path.join(root, "snapshots"))
+            starts, points = clean["phase_starts"], clean["points"]
+            kills = [i for i in range(starts[1] + 1, starts[2] + 1)
+                     if points[i - 1] == ("plan", "before_step")]
+            assert len(kills) >= 2, points         # tenant A's second request and B3
+            for kill in kills:
+                folder = os.path.join(root, f"case-{kill}")
+                ex16.play(folder, sources, requests, kill_at=kill, forks=forks,
+                          start=(1, clean["states"][1]))
+                db = sqlite3.connect(os.path.join(folder, "runs.db"))
+                try:
+                    taken_up = [at for at, in db.execute(
+                        "SELECT at FROM events WHERE kind = 'interrupted'")]
+                finally:
+                    db.close()
+                next_phase = START + 2 * 3600          # phase 2 began an hour after START
+                assert taken_up and max(taken_up) < next_phase, \
+                    (points[kill - 1], [(at - START) / 3600 for at in taken_up])
+    finally:
+        forks.close()
 
 
 def test_a_self_check_of_one_property_takes_seconds():

@@ -34,6 +34,12 @@ started again in a new process (as a restarted pod runs its script again) until 
 finishes. Everything is judged from the world's ledgers and the store, never from what
 the answer returns.
 
+Time is a FakeClock in each worker, which moves on as the worker runs (a step's retry waits
+out its backoff on it). So the grader reads the time from the store: a phase starts its
+hours after the last moment the store recorded, and a killed phase starts again 31 s after
+it, once the dead worker's lease (30 s from the last moment its clock read) has lapsed,
+however far the answer's backoffs had moved that clock past the phase's start.
+
 The rubric: each property, the lesson that taught it, and the request that reaches it
 ------------------------------------------------------------------------------------
 - exactly once (02, 03): each email (extraction done, the report), each post and each
@@ -247,7 +253,7 @@ def play(folder, sources, requests, kill_at=None, timeout=60, start=None, snapsh
             _copy_state(folder, snap)
             states.append({"folder": snap, "now": now, "runs": dict(runs), "n": n})
             starts.append(_count(points))
-        now += hours * 3600
+        now = max(now, _store_clock(folder)) + hours * 3600
         for role, payload in signals:
             run_id = runs.get(requests[role]["id"])
             if run_id:
@@ -262,7 +268,9 @@ def play(folder, sources, requests, kill_at=None, timeout=60, start=None, snapsh
                 run_fresh(folder, "capstone_worker", args, timeout=timeout)
             if child.killed:
                 killed = True
-                now += LEASE + 1                      # the dead worker's lease lapses
+                # The phase starts again once the dead worker's lease has lapsed: LEASE
+                # seconds after the last moment its clock read, not after the phase began.
+                now = max(now, _store_clock(folder)) + LEASE + 1
                 continue
             if child.error and "NotImplementedError" in child.error:
                 raise NotAttempted("the answer still raises NotImplementedError")
@@ -289,6 +297,28 @@ def _count(path):
             return sum(1 for _ in f)
     except FileNotFoundError:
         return 0
+
+
+def _store_clock(folder) -> float:
+    """The latest moment the store recorded (0 before there is a store): what the clock of
+    the last worker that wrote to it read then. A worker's FakeClock moves on while it runs
+    (a step's retry waits out its backoff on it; a lone worker jumps to the next lease's
+    lapse), so that moment may be well past its phase's start, and a lease it took or
+    renewed then runs LEASE seconds from it. A restarted worker whose clock read less would
+    find the run still leased, and leave it to the next phase."""
+    path = os.path.join(folder, "runs.db")
+    if not os.path.exists(path):
+        return 0.0
+    db = sqlite3.connect(path)
+    try:
+        times = db.execute(
+            "SELECT (SELECT max(at) FROM events), (SELECT max(updated_at) FROM runs), "
+            "(SELECT max(ended_at) FROM entries), (SELECT max(lease_expires) FROM runs)"
+        ).fetchone()
+    finally:
+        db.close()
+    *seen, lease = times
+    return max([t for t in seen if t is not None] + [lease - LEASE if lease else 0.0])
 
 
 def _copy_state(source, target):
