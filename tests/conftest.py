@@ -58,7 +58,7 @@ def uses_engines(notebook: Path) -> bool:
 LONGEST_FIRST = (
     "tests/test_grading_15.py", "tests/test_grading_every_notebook.py", "tests/test_grading.py",
     "tests/test_grading_16.py", "tests/test_grading_16_right.py",
-    "tests/test_grading_14.py",
+    "tests/test_grading_16_agree.py", "tests/test_grading_14.py",
     "tests/test_grading_report.py", "tests/browser/test_widgets_in_browser.py",
     "tests/browser/test_hub_in_browser.py", "tests/test_hub.py", "tests/test_grading_16.py",
     "tests/test_grading_16_right.py",

@@ -3,10 +3,10 @@ written as a learner would, lose that property on seeds 1, 2 and 3; right answer
 differently keep full marks; the solution's answer keeps every property at every crash point.
 
 The answers are notebook cells (tests/capstone_answers.py), run the way a kernel runs them,
-so each worker process runs their source again. To stay lean, a wrong answer is played with
-only the requests its property needs (`only=`), and only at the crash points that can show
-its mistake (`points=`), stopping at the first case that breaks it: broken there is broken
-in the grader's whole sweep, which plays the same cases.
+so each worker process runs their source again. To stay lean, a wrong answer is played only
+at the crash points that can show its mistake (`points=`), stopping at the first case that
+breaks it: broken there is broken in the grader's whole sweep, which plays the same scenario
+and kills it at the same points.
 """
 
 import time
@@ -149,7 +149,7 @@ def test_every_property_s_distinguishing_case_is_drawn_on_every_run(seed):
     assert 0 < r["A2"]["source_price"] < APPROVAL_OVER and 0 < r["B4"]["source_price"] < APPROVAL_OVER
     assert r["B4"]["project"] == "archived"                          # compensation
     assert r["B5"]["budget"]["steps"] < r["B5"]["calls"] + 1         # the budget halts it
-    phases = ex16.phases(r)
+    phases = ex16.phases()
     assert [role for role, _ in phases[1][3]] == ["A1"] and phases[2][4] >= 24   # yes; deadline
     assert {v for _, v in phases[0][2]} == {1} and {v for _, v in phases[1][2]} == {2}
 
@@ -171,7 +171,7 @@ def wrong_results():
 
     def grade(job):
         prop, what, seed, answers, pts = job
-        graded = ex16.sweep(answers, seed, only=prop, jobs=1, stop_on=prop, points=pts)
+        graded = ex16.sweep(answers, seed, jobs=1, stop_on=prop, points=pts)
         return (prop, what, seed), graded.broken(prop)
 
     started = time.monotonic()

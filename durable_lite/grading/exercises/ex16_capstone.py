@@ -62,8 +62,10 @@ The rubric: each property, the lesson that taught it, and the request that reach
   carry no sources); B3 runs on version 2 (its post carries them).
 
 Feedback: a table of crash points (rows: step · moment) × properties, ✗ where the property
-broke after that crash, with the case's seed. `only=` (a property's name) plays only the
-requests that property needs, so a self-check of one property takes seconds.
+broke after that crash, with the case's seed. A self-check of one property
+(`self_check(prop, ..., seed=N)`) plays the same scenario and the same crash points as the
+grade with seed N, judged by the same code, so the two cannot disagree; it stops at the
+first case that breaks its property (a right answer takes as long as the grade).
 """
 
 import json
@@ -100,13 +102,6 @@ PROPERTIES = {
 COLUMN = {"exactly once": "once", "model billed once": "billed", "recorded non-determinism":
           "recorded", "budget": "budget", "approval deadline": "deadline",
           "per-tenant limit": "per-tenant", "compensation": "compensate", "versioning": "version"}
-# The requests each property needs: a self-check of one property plays only those.
-NEEDS = {
-    "exactly once": ("A1", "A2", "B3", "B4"), "model billed once": ("A1", "A2"),
-    "recorded non-determinism": ("A2",), "budget": ("B5", "A2"),
-    "approval deadline": ("A1", "B3"), "per-tenant limit": ("A1", "A2", "B3", "B4"),
-    "compensation": ("B4",), "versioning": ("A1", "A2", "B3"),
-}
 LEASE = 30.0                      # the engine's lease: a killed worker's run is free after it
 TENANTS = ("acme", "globex", "initech", "umbrella", "hooli", "vandelay", "wonka", "stark")
 TOPICS = ("vector databases", "queue brokers", "feature stores", "OCR services",
@@ -140,15 +135,14 @@ def requests_for(draw) -> dict:
     }
 
 
-def phases(roles):
+def phases():
     """The scenario's phases: (name, version 2 deployed?, [(role, version)] to submit,
     [(role, signal payload)] sent before, hours passed before)."""
-    want = lambda *rs: [r for r in rs if r in roles]                           # noqa: E731
     return [
-        ("phase 1", False, [(r, 1) for r in want("B5", "A1", "A2")], [], 0),
-        ("phase 2", True, [(r, 2) for r in want("B3", "B4")], [(r, True) for r in want("A1")], 1),
+        ("phase 1", False, [("B5", 1), ("A1", 1), ("A2", 1)], [], 0),
+        ("phase 2", True, [("B3", 2), ("B4", 2)], [("A1", True)], 1),
         ("phase 3", True, [], [], 25),
-        ("phase 4", True, [(r, 2) for r in want("B3", "B4")], [], 1),
+        ("phase 4", True, [("B3", 2), ("B4", 2)], [], 1),
     ]
 
 
@@ -245,7 +239,7 @@ def play(folder, sources, requests, kill_at=None, timeout=60, start=None, snapsh
         first, state = start
         _copy_state(state["folder"], folder)
         now, runs, n = state["now"], dict(state["runs"]), state["n"]
-    for index, (name, deployed, submit, signals, hours) in enumerate(phases(requests)):
+    for index, (name, deployed, submit, signals, hours) in enumerate(phases()):
         if index < first:
             continue
         if snapshots is not None:
@@ -378,9 +372,7 @@ def judge(obs, requests, window=False) -> dict:
     a model provider takes no idempotency key)."""
     obs = dict(obs, window=window)
     out = {}
-    for prop, needs in NEEDS.items():
-        if any(role not in requests for role in needs):
-            continue
+    for prop in PROPERTIES:
         try:
             JUDGES[prop](obs, requests)
             out[prop] = None
@@ -417,8 +409,6 @@ def _exactly_once(obs, requests):
                        "store after its submit ran again")
     expect = {"A1": (1, 1, 1, 0), "A2": (1, 1, 1, 0), "B3": (1, 0, 1, 0), "B4": (0, 1, 0, 1)}
     for role, (posts, charges, reports, refunds) in expect.items():
-        if role not in requests:
-            continue
         rid = requests[role]["id"]
         _expect(obs, "mail", rid, 1, "'extraction finished' emails", kind="extracted")
         _expect(obs, "mail", rid, reports, "report emails", kind="report")
@@ -430,8 +420,6 @@ def _exactly_once(obs, requests):
 def _model_once(obs, requests):
     extra = 0
     for role in ("A1", "A2", "B3", "B4"):
-        if role not in requests:
-            continue
         rid = requests[role]["id"]
         for kind in ("plan", "draft"):
             got = len(_by_request(obs, "model", rid, kind=kind))
@@ -446,13 +434,12 @@ def _model_once(obs, requests):
 
 def _same_report(obs, requests):
     for role in ("A1", "A2", "B3"):
-        if role in requests:
-            rid = requests[role]["id"]
-            mailed = {d["report_id"] for d in _by_request(obs, "mail", rid, kind="report")}
-            posted = {d["report_id"] for d in _by_request(obs, "tracker", rid)}
-            if mailed != posted:
-                raise Fail(f"request {rid}: the report emailed was {sorted(mailed)}, the report "
-                           f"posted {sorted(posted)}")
+        rid = requests[role]["id"]
+        mailed = {d["report_id"] for d in _by_request(obs, "mail", rid, kind="report")}
+        posted = {d["report_id"] for d in _by_request(obs, "tracker", rid)}
+        if mailed != posted:
+            raise Fail(f"request {rid}: the report emailed was {sorted(mailed)}, the report "
+                       f"posted {sorted(posted)}")
 
 
 def _budget(obs, requests):
@@ -469,16 +456,15 @@ def _budget(obs, requests):
         raise Fail(f"request {req['id']}: {fetches} tool calls and its plan with a budget of "
                    f"{allowed} steps")
     for role in ("A1", "A2"):
-        if role in requests:
-            rid = requests[role]["id"]
-            billed = round(sum(d["cost"] for d in _by_request(obs, "model", rid)), 6)
-            entries = obs["entries"].get(_run_of(obs, rid)["run_id"], [])
-            recorded = round(sum(c or 0 for _, c in entries), 6)
-            bills = [d["cost"] for d in _by_request(obs, "model", rid)]
-            if abs(billed - recorded) > 1e-6 and not (
-                    obs["window"] and any(abs(billed - b - recorded) < 1e-6 for b in bills)):
-                raise Fail(f"request {rid}: its model calls were billed ${billed}; its run "
-                           f"recorded ${recorded}")
+        rid = requests[role]["id"]
+        billed = round(sum(d["cost"] for d in _by_request(obs, "model", rid)), 6)
+        entries = obs["entries"].get(_run_of(obs, rid)["run_id"], [])
+        recorded = round(sum(c or 0 for _, c in entries), 6)
+        bills = [d["cost"] for d in _by_request(obs, "model", rid)]
+        if abs(billed - recorded) > 1e-6 and not (
+                obs["window"] and any(abs(billed - b - recorded) < 1e-6 for b in bills)):
+            raise Fail(f"request {rid}: its model calls were billed ${billed}; its run "
+                       f"recorded ${recorded}")
 
 
 def _approval(obs, requests):
@@ -499,11 +485,10 @@ def _per_tenant(obs, requests):
             lo, hi = spans.get(rid, (i, i))
             spans[rid] = (min(lo, i), max(hi, i))
     for first, second in (("A1", "A2"), ("B3", "B4")):
-        if first in requests and second in requests:
-            r1, r2 = requests[first]["id"], requests[second]["id"]
-            if r1 in spans and r2 in spans and spans[r2][0] < spans[r1][1]:
-                raise Fail(f"tenant {requests[first]['tenant']}: request {r2} was under way "
-                           f"before request {r1} had finished")
+        r1, r2 = requests[first]["id"], requests[second]["id"]
+        if r1 in spans and r2 in spans and spans[r2][0] < spans[r1][1]:
+            raise Fail(f"tenant {requests[first]['tenant']}: request {r2} was under way "
+                       f"before request {r1} had finished")
 
 
 def _compensation(obs, requests):
@@ -518,8 +503,6 @@ def _compensation(obs, requests):
 
 def _versioning(obs, requests):
     for role, version in (("A1", 1), ("A2", 1), ("B3", 2)):
-        if role not in requests:
-            continue
         rid = requests[role]["id"]
         run = _run_of(obs, rid)
         posts = _by_request(obs, "tracker", rid)
@@ -555,9 +538,10 @@ class Graded:
                 return _label(self.points[index - 1]), outcome[prop]
         return None
 
-    def table(self) -> str:
-        """Crash points × properties, ✗ where the property broke (rows grouped by step kind)."""
-        props = [p for p in PROPERTIES if p in self.clean]
+    def table(self, props=None) -> str:
+        """Crash points × properties (`props`, or every one), ✗ where the property broke
+        (rows grouped by step kind)."""
+        props = [p for p in PROPERTIES if p in (props or self.clean)]
         rows = {"no crash": {p for p in props if self.clean.get(p)}}
         for index, outcome in sorted(self.cases.items()):
             label = _label(self.points[index - 1])
@@ -568,7 +552,9 @@ class Graded:
         for label, bad in rows.items():
             marks = " ".join(f"{'✗' if p in bad else '·':>{column}}" for p in props)
             lines.append(f"{label:<{width}}  {marks}")
-        lines.append(f"(seed {self.seed}: {len(self.cases)} crash points)")
+        played = len(self.cases)
+        lines.append(f"(seed {self.seed}: {played} crash points)" if played == len(self.points)
+                     else f"(seed {self.seed}: {played} of {len(self.points)} crash points played)")
         return "\n".join(lines)
 
 
@@ -579,22 +565,18 @@ def _label(point):
     return f"{name} · {when.replace('_', ' ')}"
 
 
-def sweep(answers, seed, only=None, jobs=2, crash=True, stop_on=None, points=None) -> Graded:
+def sweep(answers, seed, jobs=2, crash=True, stop_on=None, points=None) -> Graded:
     """Play the scenario without a crash, then once per crash point it passed, two at a time.
 
-    only: a property's name: play only the requests it needs (a self-check in seconds).
-    stop_on: a property's name: stop at the first case that breaks it (the tests' way to
-    show a wrong answer fails, without playing every point).
+    stop_on: a property's name: play no case after the first that breaks it (a self-check;
+    the tests' way to show a wrong answer fails). Every case before that one is played too,
+    so the first case that broke it is the whole sweep's.
     points: fn(step, when) -> bool, the crash points to play (all of them by default): a
     property broken at one of them is broken in the whole sweep, which plays the same cases."""
     from ..cases import Draw
     started = time.monotonic()
     sources = sources_of(answers)
     requests = requests_for(Draw(seed))
-    if only is not None:
-        if only not in NEEDS:
-            raise ValueError(f"only= must be one of {', '.join(NEEDS)}; not {only!r}")
-        requests = {role: r for role, r in requests.items() if role in NEEDS[only]}
     local, everyone = threading.local(), []
 
     def forks():
@@ -667,13 +649,22 @@ def _graded(answers, draw, prop):
     return graded
 
 
+def failure(graded, prop):
+    """(when, what) of the first case of a sweep that broke `prop`, or None if it held: how
+    the grade's test of `prop` and `self_check(prop, ...)` both read a sweep."""
+    broken = graded.broken(prop)
+    if broken is None:
+        return None
+    where, message = broken
+    return ("with no crash" if where == "no crash" else f"after a crash at {where}"), message
+
+
 def _property_test(prop):
     def test(research, research_v2, submit, serve, draw):
         graded = _graded((research, research_v2, submit, serve), draw, prop)
-        broken = graded.broken(prop)
-        if broken:
-            where, message = broken
-            when = "with no crash" if where == "no crash" else f"after a crash at {where}"
+        failed = failure(graded, prop)
+        if failed:
+            when, message = failed
             raise Fail(f"{when}: {message}\n{graded.table()}",
                        f"{lessons_of(prop)} taught it; self_check(\"{prop}\", ..., seed={graded.seed}) "
                        "plays these cases again for this property")
@@ -686,24 +677,25 @@ for _prop in PROPERTIES:
 
 # the self-check ---------------------------------------------------------------------------------
 def self_check(prop, research, research_v2, submit, serve, seed=None, crash=True):
-    """The grader's sweep on one property, from the notebook: only the requests it needs,
-    every crash point they pass. Prints the table and says whether the property held.
-    crash=False plays the scenario once, without a crash (a first try, in a second or two)."""
+    """The grade of one property, from the notebook: the grader's own sweep (the scenario,
+    every crash point it passes, the same judges), stopped at the first case that breaks
+    `prop`. With the seed a failed check names, it plays the grade's cases and gives its
+    verdict. Prints the property's column of the table and says whether it held.
+    crash=False plays the scenario once, without a crash (a first try, in a few seconds)."""
     from ..cases import fresh_seed
     if prop not in PROPERTIES:
         print(f"No property {prop!r}; the rubric's are: {', '.join(PROPERTIES)}")
         return None
     seed = fresh_seed() if seed is None else seed
     try:
-        graded = sweep((research, research_v2, submit, serve), seed, only=prop, crash=crash)
+        graded = sweep((research, research_v2, submit, serve), seed, crash=crash, stop_on=prop)
     except (Fail, NotAttempted) as exc:
         print(f"{prop}: could not play the scenario: {getattr(exc, 'message', exc)}")
         return None
-    broken = graded.broken(prop)
-    print(graded.table())
-    if broken:
-        where, message = broken
-        when = "with no crash at all" if where == "no crash" else f"first after a crash at {where}"
+    failed = failure(graded, prop)
+    print(graded.table([prop]))
+    if failed:
+        when, message = failed
         print(f"\n✗ {prop} ({lessons_of(prop)}) broke {when}: {message}\n"
               f"  (seed={graded.seed} repeats these cases)")
     else:
