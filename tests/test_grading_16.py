@@ -22,6 +22,33 @@ SEEDS = (1, 2, 3)
 AFTER_EFFECT = lambda step, when: when == "after_effect"         # noqa: E731
 CLEAN_ONLY = lambda step, when: False                           # noqa: E731
 
+# The source bought first, then the approver asked, and the purchase paid back unless the
+# answer is yes: the ledgers show a refused source bought
+BUY_FIRST = ('''    if request["source_price"] > APPROVAL_OVER:
+        ctx.step("ask", ask_approval, folder, request,
+                 idempotency_key=ctx.idempotency_key("ask", rid))
+        answer = ctx.wait_for_signal("approval", timeout=APPROVAL_HOURS * 3600)
+        if answer is None:
+            ctx.step("expired", approval_expired, folder, request,
+                     idempotency_key=ctx.idempotency_key("expired", rid))
+        if not answer:
+            return
+    paid = ctx.idempotency_key("charge", rid)
+    saga.step("buy", buy_source, folder, request, idempotency_key=paid,
+              undo=(refund_source, folder, paid))''', '''    paid = ctx.idempotency_key("charge", rid)
+    saga.step("buy", buy_source, folder, request, idempotency_key=paid,
+              undo=(refund_source, folder, paid))
+    if request["source_price"] > APPROVAL_OVER:
+        ctx.step("ask", ask_approval, folder, request,
+                 idempotency_key=ctx.idempotency_key("ask", rid))
+        answer = ctx.wait_for_signal("approval", timeout=APPROVAL_HOURS * 3600)
+        if answer is None:
+            ctx.step("expired", approval_expired, folder, request,
+                     idempotency_key=ctx.idempotency_key("expired", rid))
+        if not answer:
+            ctx.step("refund", refund_source, folder, paid,
+                     idempotency_key=ctx.idempotency_key("refund", rid))''')
+
 # property: [(what the learner did, old text, new text, the crash points that show it)]
 WRONG = {
     "exactly once": [
@@ -85,6 +112,23 @@ WRONG = {
         ("the approver is asked outside a step", '''ctx.step("ask", ask_approval, folder, request,
                  idempotency_key=ctx.idempotency_key("ask", rid))''',
          '''ask_approval(folder, request)''', CLEAN_ONLY),
+        ("a no taken for a yes", '''        if not answer:
+            return''', '''        if answer is None:
+            return''', CLEAN_ONLY),
+        ("any answer taken for a yes",
+         '''answer = ctx.wait_for_signal("approval", timeout=APPROVAL_HOURS * 3600)
+        if answer is None:
+            ctx.step("expired", approval_expired, folder, request,
+                     idempotency_key=ctx.idempotency_key("expired", rid))
+        if not answer:
+            return''',
+         '''answered = ctx.wait_for_signal("approval", timeout=APPROVAL_HOURS * 3600) is not None
+        if not answered:
+            ctx.step("expired", approval_expired, folder, request,
+                     idempotency_key=ctx.idempotency_key("expired", rid))
+            return''', CLEAN_ONLY),
+        ("the source bought before asking, paid back on a no", BUY_FIRST[0], BUY_FIRST[1],
+         CLEAN_ONLY),
         ("the expiry notice is sent outside a step",
          '''ctx.step("expired", approval_expired, folder, request,
                      idempotency_key=ctx.idempotency_key("expired", rid))''',
@@ -138,19 +182,27 @@ CASES = [(prop, what, old, new, pts) for prop, answers in WRONG.items()
 
 @pytest.mark.parametrize("seed", range(1, 41))
 def test_every_property_s_distinguishing_case_is_drawn_on_every_run(seed):
-    """The scenario's five roles, whatever the seed: each property's case is reached."""
-    from durable_lite.capstone import APPROVAL_OVER
+    """The scenario's five roles, whatever the seed: each property's case is reached; an
+    approval answered yes, one answered no and one nobody answers are in every run."""
+    from durable_lite.capstone import APPROVAL_HOURS, APPROVAL_OVER
     from durable_lite.grading.cases import Draw
     r = ex16.requests_for(Draw(seed))
     assert len({q["id"] for q in r.values()}) == 5
     assert r["A1"]["tenant"] == r["A2"]["tenant"] != r["B3"]["tenant"] == r["B4"]["tenant"]
     assert r["A1"]["topic"] == r["B3"]["topic"]                      # a key from the topic
-    assert r["A1"]["source_price"] > APPROVAL_OVER < r["B3"]["source_price"]   # two approvals
-    assert 0 < r["A2"]["source_price"] < APPROVAL_OVER and 0 < r["B4"]["source_price"] < APPROVAL_OVER
+    assert all(r[role]["source_price"] > APPROVAL_OVER for role in ("A1", "A2", "B3"))
+    assert 0 < r["B4"]["source_price"] < APPROVAL_OVER               # bought without asking
     assert r["B4"]["project"] == "archived"                          # compensation
     assert r["B5"]["budget"]["steps"] < r["B5"]["calls"] + 1         # the budget halts it
     phases = ex16.phases()
-    assert [role for role, _ in phases[1][3]] == ["A1"] and phases[2][4] >= 24   # yes; deadline
+    sent = {role: (i, payload) for i, phase in enumerate(phases) for role, payload in phase[3]}
+    assert {role: payload for role, (_, payload) in sent.items()} == {"A1": True, "A2": False}
+    hours = [phase[4] for phase in phases]
+    # A1 asks in phase 1, A2 and B3 in phase 2: yes and no come before the deadline, the
+    # last phase after B3's; and a restarted pod submits B3 and B4 again
+    assert sum(hours[1:sent["A1"][0] + 1]) < APPROVAL_HOURS
+    assert sum(hours[2:sent["A2"][0] + 1]) < APPROVAL_HOURS
+    assert sum(hours[2:]) > APPROVAL_HOURS and phases[-1][2] == [("B3", 2), ("B4", 2)]
     assert {v for _, v in phases[0][2]} == {1} and {v for _, v in phases[1][2]} == {2}
 
 
@@ -185,3 +237,19 @@ def wrong_results():
 def test_wrong_answer_loses_its_property_on_every_seed(wrong_results, prop, what):
     for seed in SEEDS:
         assert wrong_results[(prop, what, seed)], f"{what!r} kept {prop!r} on seed {seed}"
+
+
+REFUSALS = ("a no taken for a yes", "any answer taken for a yes",
+            "the source bought before asking, paid back on a no")
+
+
+@pytest.mark.parametrize("what", REFUSALS)
+def test_a_source_bought_though_the_approver_said_no_is_caught_by_the_refused_request(
+        wrong_results, what):
+    """Such an answer keeps A1 (yes) and B3 (silence) right: only the request the approver
+    refuses (A2) shows its mistake, on every seed."""
+    from durable_lite.grading.cases import Draw
+    for seed in SEEDS:
+        where, message = wrong_results[("approval deadline", what, seed)]
+        refused = ex16.requests_for(Draw(seed))["A2"]["id"]
+        assert where == "no crash" and f"request {refused}" in message, (seed, message)

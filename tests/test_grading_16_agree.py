@@ -27,6 +27,9 @@ ANSWERS = {
         RIGHT, '''ctx.step("email", email_report, folder, request, report_id,
              idempotency_key=ctx.idempotency_key("email", rid))''',
         '''ctx.step("email", email_report, folder, request, report_id)'''),
+    "a no taken for a yes": replace(RIGHT, '''        if not answer:
+            return''', '''        if answer is None:
+            return'''),
 }
 # (answer, property): held, broken with no crash, broken only after a crash
 PAIRS = [
@@ -35,6 +38,7 @@ PAIRS = [
     ("a queue with no per-tenant limit", "per-tenant limit"),
     ("a queue with no per-tenant limit", "versioning"),
     ("the report email has no key", "exactly once"),
+    ("a no taken for a yes", "approval deadline"),
 ]
 _GRADES = {}
 

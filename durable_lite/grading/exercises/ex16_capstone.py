@@ -12,16 +12,23 @@ Five requests for two tenants share one store and one world, drawn fresh on ever
 (tenants, topics, owners, prices, the number of tool calls, budgets, request ids):
 
   phase 1 (only version 1 deployed): submit B5 (tenant B, a plan longer than its step
-          budget), A1 (tenant A, a source over the approval threshold) and A2 (tenant A, a
-          cheap source); serve. A1 parks on its approval; A2 waits behind it.
-  a person says yes to A1 (`engine.signal(run, "approval", True)`); version 2 is deployed.
+          budget), A1 (tenant A, a source over the approval threshold) and A2 (tenant A,
+          another dear source); serve. A1 parks on its approval; A2 waits behind it.
+  an hour later a person says yes to A1 (`engine.signal(run, "approval", True)`);
+          version 2 is deployed.
   phase 2: submit B3 (tenant B, the same topic as A1, a dear source nobody will approve)
-          and B4 (tenant B, an archived project: the tracker refuses the post for good),
-          on version 2; serve. A1 finishes (on version 1), then A2; B3 parks.
-  25 hours later, phase 3: serve. B3's deadline fires, it reports without the source;
-          then B4 pays for its source, is refused by the tracker, and is paid back.
-  phase 4: the deploy's script runs again (a restarted pod): submits B3 and B4 again and
-          serves; nothing new may happen.
+          and B4 (tenant B, a cheap source, an archived project: the tracker refuses the
+          post for good), on version 2; serve. A1 finishes (on version 1); A2 asks and
+          parks; B3 asks and parks.
+  an hour later the person says no to A2 (`engine.signal(run, "approval", False)`).
+  phase 3: serve. A2 reports without the source (on version 1).
+  25 hours later, phase 4: the deploy's script runs again (a restarted pod): it submits B3
+          and B4 again, which must find their runs, and serves. B3's deadline fires, it
+          reports without the source; then B4 pays for its source, is refused by the
+          tracker, and is paid back.
+
+So every run of the check has an approval answered yes (A1), one answered no (A2) and one
+nobody answers before its deadline (B3).
 
 Every phase is a new Python process that runs the answer's cells again
 (`portable.module_source`; phase 1's module holds no `research_v2`: it is not deployed
@@ -53,8 +60,9 @@ The rubric: each property, the lesson that taught it, and the request that reach
 - recorded non-determinism (04): the report id emailed is the report id posted.
 - budget (08): B5 halts by its step budget, with no more tool calls than the budget
   allows, in however many processes; every run's recorded dollars are its model bills.
-- approval deadline (07): A1 asks once and pays once; B3 asks once, its deadline fires
-  once (one "expired" notice) and it pays nothing.
+- approval deadline (07): A1 asks once and pays once (yes); A2 asks once and is never
+  charged, not even to be paid back (no); B3 asks once, its deadline fires once (one
+  "expired" notice) and it is never charged (silence).
 - per-tenant limit (11): no two requests of one tenant are under way at once (A2 starts
   after A1 has finished, though A1 was parked for an hour; B4 after B3).
 - compensation (09): B4 ends compensated, its source paid back once, no report sent.
@@ -127,7 +135,7 @@ def requests_for(draw) -> dict:
     calls = draw.randint(6, 9)
     return {
         "A1": request(0, a, shared, over(), draw.randint(1, 2)),
-        "A2": request(1, a, other, under(), draw.randint(1, 2)),
+        "A2": request(1, a, other, over(), draw.randint(1, 2)),     # the approver says no
         "B3": request(2, b, shared, over(), draw.randint(1, 2)),
         "B4": request(3, b, third, under(), 1, project="archived"),
         # a plan of `calls` tool calls; the budget allows the plan and only some of them
@@ -141,8 +149,8 @@ def phases():
     return [
         ("phase 1", False, [("B5", 1), ("A1", 1), ("A2", 1)], [], 0),
         ("phase 2", True, [("B3", 2), ("B4", 2)], [("A1", True)], 1),
-        ("phase 3", True, [], [], 25),
-        ("phase 4", True, [("B3", 2), ("B4", 2)], [], 1),
+        ("phase 3", True, [], [("A2", False)], 1),
+        ("phase 4", True, [("B3", 2), ("B4", 2)], [], 25),
     ]
 
 
@@ -407,7 +415,7 @@ def _exactly_once(obs, requests):
         if len(runs_per_request.get(req["id"], [])) > 1:
             raise Fail(f"request {req['id']} has {len(runs_per_request[req['id']])} runs in the "
                        "store after its submit ran again")
-    expect = {"A1": (1, 1, 1, 0), "A2": (1, 1, 1, 0), "B3": (1, 0, 1, 0), "B4": (0, 1, 0, 1)}
+    expect = {"A1": (1, 1, 1, 0), "A2": (1, 0, 1, 0), "B3": (1, 0, 1, 0), "B4": (0, 1, 0, 1)}
     for role, (posts, charges, reports, refunds) in expect.items():
         rid = requests[role]["id"]
         _expect(obs, "mail", rid, 1, "'extraction finished' emails", kind="extracted")
@@ -468,10 +476,13 @@ def _budget(obs, requests):
 
 
 def _approval(obs, requests):
-    a1, b3 = requests["A1"]["id"], requests["B3"]["id"]
+    a1, a2, b3 = requests["A1"]["id"], requests["A2"]["id"], requests["B3"]["id"]
     _expect(obs, "approvals", a1, 1, "questions to the approver")
     _expect(obs, "charges", a1, 1, "payments after the approver said yes")
     _expect(obs, "expired", a1, 0, "'nobody answered' notices though the approver said yes")
+    _expect(obs, "approvals", a2, 1, "questions to the approver")
+    _expect(obs, "charges", a2, 0, "payments though the approver said no")
+    _expect(obs, "expired", a2, 0, "'nobody answered' notices though the approver said no")
     _expect(obs, "approvals", b3, 1, "questions to the approver")
     _expect(obs, "expired", b3, 1, "'nobody answered' notices after its deadline")
     _expect(obs, "charges", b3, 0, "payments though nobody approved")
