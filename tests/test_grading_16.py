@@ -129,6 +129,8 @@ WRONG = {
             return''', CLEAN_ONLY),
         ("the source bought before asking, paid back on a no", BUY_FIRST[0], BUY_FIRST[1],
          CLEAN_ONLY),
+        ("the approver given two days", "timeout=APPROVAL_HOURS * 3600",
+         "timeout=2 * APPROVAL_HOURS * 3600", CLEAN_ONLY),
         ("the expiry notice is sent outside a step",
          '''ctx.step("expired", approval_expired, folder, request,
                      idempotency_key=ctx.idempotency_key("expired", rid))''',
@@ -253,3 +255,20 @@ def test_a_source_bought_though_the_approver_said_no_is_caught_by_the_refused_re
         where, message = wrong_results[("approval deadline", what, seed)]
         refused = ex16.requests_for(Draw(seed))["A2"]["id"]
         assert where == "no crash" and f"request {refused}" in message, (seed, message)
+
+
+def test_an_approval_failure_says_what_the_check_saw_without_the_answer(wrong_results):
+    """The request, what the ledgers hold against what was expected, the deadline its run
+    fixed and the clock: '0 notices' alone left a learner guessing. No code in it."""
+    from durable_lite.grading.cases import Draw
+    for seed in SEEDS:
+        where, message = wrong_results[("approval deadline", "the approver given two days", seed)]
+        silent = ex16.requests_for(Draw(seed))["B3"]["id"]
+        assert where == "no crash" and message.startswith(f"request {silent} ("), message
+        assert "nobody answers its approver" in message
+        assert ("the world's ledgers hold 1 question to the approver, 0 'nobody answered' "
+                "notices and 0 payments for the source; expected 1, 1 and 0") in message
+        assert "its deadline 'approval' was fixed at 1.0 h, 48.0 h ahead" in message
+        assert "the clock read 27.0 h when the last worker stopped" in message
+        for code in ("3600", "APPROVAL_HOURS", "wait_for_signal", "timeout"):
+            assert code not in message

@@ -238,7 +238,8 @@ def play(folder, sources, requests, kill_at=None, timeout=60, start=None, snapsh
     snapshots: a folder to keep such copies in (the clean run).
     forks: a `forked.Forks` to start the workers with (cheaper), or None: a new interpreter each.
     Returns {"points": [(step, when)], "runs": {request id: run id}, "killed": bool,
-    "phase_starts": [number of points passed when each phase began]}."""
+    "phase_starts": [number of points passed when each phase began], "clock": the time when
+    the last worker stopped}."""
     os.makedirs(folder, exist_ok=True)
     points = os.path.join(folder, "points.log")
     now, runs, killed, n, first = START, {}, False, 0, 0
@@ -290,7 +291,7 @@ def play(folder, sources, requests, kill_at=None, timeout=60, start=None, snapsh
         with open(points, encoding="utf-8") as f:
             seen = [tuple(line.rstrip("\n").split("\t")) for line in f if line.strip()]
     return {"points": seen, "runs": runs, "killed": killed, "phase_starts": starts,
-            "states": states}
+            "states": states, "clock": max(now, _store_clock(folder))}
 
 
 def _count(path):
@@ -343,8 +344,9 @@ def _signal(folder, run_id, payload, now):
 
 
 # reading the world ----------------------------------------------------------------------------
-def observe(folder, requests, runs) -> dict:
-    """Everything the properties are judged on, read from the files by the check's own code."""
+def observe(folder, requests, runs, clock=None) -> dict:
+    """Everything the properties are judged on, read from the files by the check's own code
+    (and the time the scenario ended, for the feedback: `clock`, or the store's last)."""
     records = []
     path = os.path.join(folder, "world", "ledgers.db")
     if os.path.exists(path):
@@ -362,10 +364,17 @@ def observe(folder, requests, runs) -> dict:
         steps = {}
         for run_id, kind, cost in store.execute("SELECT run_id, kind, cost FROM entries"):
             steps.setdefault(run_id, []).append((kind, cost))
+        # deadlines the runs fixed (name, when, set at), and what the grader's person said
+        timers = store.execute("SELECT run_id, name, result, started_at FROM entries "
+                               "WHERE kind = 'timer' ORDER BY run_id, position").fetchall()
+        signals = store.execute("SELECT run_id, name, payload, sent_at FROM signals "
+                                "ORDER BY id").fetchall()
     finally:
         store.close()
     all_runs = [dict(zip(names, row)) for row in rows]
-    return {"records": records, "runs": all_runs, "ran": runs, "entries": steps}
+    return {"records": records, "runs": all_runs, "ran": runs, "entries": steps,
+            "timers": timers, "signals": signals,
+            "clock": _store_clock(folder) if clock is None else clock}
 
 
 def _by_request(obs, ledger, rid, **match):
@@ -476,16 +485,56 @@ def _budget(obs, requests):
 
 
 def _approval(obs, requests):
-    a1, a2, b3 = requests["A1"]["id"], requests["A2"]["id"], requests["B3"]["id"]
-    _expect(obs, "approvals", a1, 1, "questions to the approver")
-    _expect(obs, "charges", a1, 1, "payments after the approver said yes")
-    _expect(obs, "expired", a1, 0, "'nobody answered' notices though the approver said yes")
-    _expect(obs, "approvals", a2, 1, "questions to the approver")
-    _expect(obs, "charges", a2, 0, "payments though the approver said no")
-    _expect(obs, "expired", a2, 0, "'nobody answered' notices though the approver said no")
-    _expect(obs, "approvals", b3, 1, "questions to the approver")
-    _expect(obs, "expired", b3, 1, "'nobody answered' notices after its deadline")
-    _expect(obs, "charges", b3, 0, "payments though nobody approved")
+    """Each asks its approver once. A1's says yes: one payment. A2's says no, and B3's never
+    answers: never charged, not even to be paid back. Only B3's silence is told (one
+    'nobody answered' notice). A failure says what the check saw: the request, what the
+    ledgers hold, when the person answered, the deadline its run fixed, and the clock."""
+    for role, answer in (("A1", True), ("A2", False), ("B3", None)):
+        req = requests[role]
+        rid = req["id"]
+        held = [len(_by_request(obs, ledger, rid))
+                for ledger in ("approvals", "expired", "charges")]
+        want = [1, int(answer is None), int(answer is True)]
+        if held == want:
+            continue
+        run_id = obs["ran"].get(rid)
+        sent = [(json.loads(payload), at) for r, _, payload, at in obs["signals"] if r == run_id]
+        if answer is None:
+            who = "nobody answers its approver"
+        elif sent:
+            who = "its approver says " + ", then ".join(
+                f"{'yes' if payload else 'no'} at {_hours(at)}" for payload, at in sent)
+        else:
+            who = "its approver's answer was never sent"
+        notices = "'nobody answered' notice"
+        raise Fail(f"request {rid} (a ${req['source_price']} source; {who}): the world's "
+                   f"ledgers hold {_n(held[0], 'question')} to the approver, "
+                   f"{_n(held[1], notices)} and {_n(held[2], 'payment')} for the source; "
+                   f"expected {want[0]}, {want[1]} and {want[2]}. {_timeline(obs, run_id)}")
+
+
+def _n(count, thing) -> str:
+    return f"{count} {thing}{'' if count == 1 else 's'}"
+
+
+def _hours(t) -> str:
+    """A moment of the scenario, in hours since it began."""
+    return f"{(t - START) / 3600:.1f} h"
+
+
+def _span(seconds) -> str:
+    return f"{seconds / 3600:.1f} h" if seconds >= 360 else f"{seconds:.0f} s"
+
+
+def _timeline(obs, run_id) -> str:
+    """Where the run stood, the deadlines it fixed, and what the clock read."""
+    runs = [r for r in obs["runs"] if r["run_id"] == run_id]
+    said = f"Its run is {runs[0]['status']}" if runs else "It has no run in the store"
+    for _, name, at, set_at in (t for t in obs["timers"] if t[0] == run_id):
+        said += (f"; its deadline {name!r} was fixed at {_hours(set_at)}, "
+                 f"{_span(json.loads(at) - set_at)} ahead")
+    return (f"{said}; the clock read {_hours(obs['clock'])} when the last worker stopped "
+            "(hours since the scenario began).")
 
 
 def _per_tenant(obs, requests):
@@ -600,8 +649,8 @@ def sweep(answers, seed, jobs=2, crash=True, stop_on=None, points=None) -> Grade
         stack.callback(lambda: [f.close() for f in everyone])
         clean = play(os.path.join(root, "clean"), sources, requests,
                      snapshots=os.path.join(root, "snapshots"), forks=forks())
-        clean_judged = judge(observe(os.path.join(root, "clean"), requests, clean["runs"]),
-                             requests)
+        clean_judged = judge(observe(os.path.join(root, "clean"), requests, clean["runs"],
+                                     clean["clock"]), requests)
         choose, points, starts = points, clean["points"], clean["phase_starts"]
         chosen = [i for i in range(1, len(points) + 1) if choose is None or choose(*points[i - 1])]
         stop = [bool(stop_on and clean_judged.get(stop_on))]
@@ -615,7 +664,8 @@ def sweep(answers, seed, jobs=2, crash=True, stop_on=None, points=None) -> Grade
                 outcome = play(folder, sources, requests, kill_at=index,
                                start=(first, clean["states"][first]), forks=forks())
                 window = points[index - 1][1] == "after_effect"
-                judged = judge(observe(folder, requests, outcome["runs"]), requests, window)
+                judged = judge(observe(folder, requests, outcome["runs"], outcome["clock"]),
+                               requests, window)
             except Fail as fail:
                 judged = {p: fail.message for p in clean_judged}
             finally:
