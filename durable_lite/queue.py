@@ -199,7 +199,9 @@ def work(engine, queues, rounds=None, poll=0.1) -> list:
         if _alone_on(engine.clock):
             # Nothing else can happen on a FakeClock while this worker waits: jump to the
             # next moment something will (a window opens, a sleep ends, a lease lapses).
-            upcoming = [t for t in (*reopens, *_wake_times(store)) if t > engine.clock()]
+            # A lease is taken only once its end has passed, so a lease ending now is not
+            # "never": the wait of at least `poll` carries the clock past it.
+            upcoming = [t for t in (*reopens, *_wake_times(store)) if t >= engine.clock()]
             if not upcoming:
                 return runs                   # nothing will ever happen without outside help
             wait = max(poll, min(upcoming) - engine.clock())

@@ -360,3 +360,18 @@ def test_enqueueing_an_existing_run_into_another_queue_or_key_is_refused_naming_
     with pytest.raises(RunArgumentsMismatch, match="'direct'.*not in a queue"):
         eng.enqueue(llm, quick, 8, run_id="direct")
     assert [q.queue for q in eng.store.queued_runs()] == ["llm"]
+
+
+def test_a_lone_worker_takes_up_a_dead_workers_run_once_its_lease_has_lapsed(tmp_path):
+    """On a FakeClock a lone worker jumps to the moment the dead worker's lease ends. A lease
+    can be taken only once that moment has passed, so the worker must look again just after
+    it, not give up there: the run is completed, not left running for good."""
+    store = dl.SQLiteStore(tmp_path / "runs.db")
+    q = dl.Queue("jobs")
+    for start in (1005.0, 1030.0):      # before the lapse, and exactly at it
+        run_id = f"left-{int(start)}"
+        dl.Engine(store, dl.FakeClock(1000.0)).enqueue(q, quick, 7, run_id=run_id)
+        store.take_from_queue("jobs", None, "dead-worker", 1000.0, 1030.0)   # then it died
+        assert store.get_run(run_id).status == "running"
+        runs = dl.Engine(store, dl.FakeClock(start), worker="w2").work(q)
+        assert [(r.run_id, r.status, r.result) for r in runs] == [(run_id, "completed", 7)]
