@@ -72,7 +72,8 @@ def test_solutions_are_committed_executed_without_errors_or_paths(name):
             assert out.output_type != "error", cell.source
             text = str(out.get("text", "")) + str(out.get("data", {}).get("text/plain", ""))
             assert not any(p in text for p in ("/tmp", "/dev/shm", "/home", "/work"))
-            assert "✗" not in text, "a solution failed its own check"
+            # (a crash table's legend says what its marks mean: "✗ broke, · held")
+            assert "✗" not in text.replace("✗ broke, · held", ""), "a solution failed its own check"
 
 
 # the generator itself -------------------------------------------------------------------------

@@ -87,5 +87,8 @@ def test_a_killed_worker_s_run_is_taken_up_again_in_the_same_phase_whatever_its_
 def test_a_first_self_check_without_a_crash_takes_seconds(capsys):
     started = time.monotonic()
     ex16.self_check("compensation", *run_cells(RIGHT), seed=3, crash=False)
-    assert "✓ compensation (lesson 09) held" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    # one play: said so, not "held at every one of 0 crash points"
+    assert "✓ compensation (lesson 09) held with no crash (one play;" in printed, printed
+    assert "crash points played; ✗ broke, · held)" in printed and "every one of 0" not in printed, printed
     assert time.monotonic() - started < 30

@@ -613,8 +613,9 @@ class Graded:
             marks = " ".join(f"{'✗' if p in bad else '·':>{column}}" for p in props)
             lines.append(f"{label:<{width}}  {marks}")
         played = len(self.cases)
-        lines.append(f"(seed {self.seed}: {played} crash points)" if played == len(self.points)
-                     else f"(seed {self.seed}: {played} of {len(self.points)} crash points played)")
+        lines.append((f"(seed {self.seed}: {played} crash points" if played == len(self.points)
+                      else f"(seed {self.seed}: {played} of {len(self.points)} crash points played")
+                     + "; ✗ broke, · held)")
         return "\n".join(lines)
 
 
@@ -759,6 +760,9 @@ def self_check(prop, research, research_v2, submit, serve, seed=None, crash=True
         when, message = failed
         print(f"\n✗ {prop} ({lessons_of(prop)}) broke {when}: {message}\n"
               f"  (seed={graded.seed} repeats these cases)")
+    elif not graded.cases:
+        print(f"\n✓ {prop} ({lessons_of(prop)}) held with no crash (one play; without "
+              "crash=False the self-check plays every crash point)")
     else:
         print(f"\n✓ {prop} ({lessons_of(prop)}) held at every one of "
               f"{len(graded.cases)} crash points")
