@@ -591,7 +591,10 @@ def test_a_hard_coded_one_second_deadline_fails(graded):
     (whatever is drawn: no constant lasts both of the silent test's deadlines) and misses
     a late answer."""
     results = graded[ONE_SECOND]
-    assert failed(results) == {SILENT, LATE}
+    # It fails the silent and the late tests always. A prompt answer takes well under a
+    # second to arrive, but on a machine at a load of 20 (two test suites on two cores) it
+    # once took more, and then the one-second wait missed it too: wrong there as well.
+    assert {SILENT, LATE} <= failed(results) <= {0, SILENT, LATE}, spelled_out(results)
     # The figure a busy machine reports is at least the second the port waits, and short
     # of the deadline or the answer it missed (on Python 3.10 at load 8 one read 1.5 s).
     for test, missed in ((SILENT, "the deadline"), (LATE, "the answer came")):
