@@ -22,9 +22,10 @@ SEEDS = (1, 2, 3)
 AFTER_EFFECT = lambda step, when: when == "after_effect"         # noqa: E731
 CLEAN_ONLY = lambda step, when: False                           # noqa: E731
 
-# The source bought first, then the approver asked, and the purchase paid back unless the
-# answer is yes: the ledgers show a refused source bought
-BUY_FIRST = ('''    if request["source_price"] > APPROVAL_OVER:
+# The right answer's two blocks as tests/capstone_answers.py writes them: ask, then buy.
+# BUY_FIRST swaps them: the source bought first, then the approver asked, and the purchase
+# paid back unless the answer is yes (the ledgers show a refused source bought).
+ASK = '''    if request["source_price"] > APPROVAL_OVER:
         ctx.step("ask", ask_approval, folder, request,
                  idempotency_key=ctx.idempotency_key("ask", rid))
         answer = ctx.wait_for_signal("approval", timeout=APPROVAL_HOURS * 3600)
@@ -32,21 +33,12 @@ BUY_FIRST = ('''    if request["source_price"] > APPROVAL_OVER:
             ctx.step("expired", approval_expired, folder, request,
                      idempotency_key=ctx.idempotency_key("expired", rid))
         if not answer:
-            return
-    paid = ctx.idempotency_key("charge", rid)
+'''
+BUY = '''    paid = ctx.idempotency_key("charge", rid)
     saga.step("buy", buy_source, folder, request, idempotency_key=paid,
-              undo=(refund_source, folder, paid))''', '''    paid = ctx.idempotency_key("charge", rid)
-    saga.step("buy", buy_source, folder, request, idempotency_key=paid,
-              undo=(refund_source, folder, paid))
-    if request["source_price"] > APPROVAL_OVER:
-        ctx.step("ask", ask_approval, folder, request,
-                 idempotency_key=ctx.idempotency_key("ask", rid))
-        answer = ctx.wait_for_signal("approval", timeout=APPROVAL_HOURS * 3600)
-        if answer is None:
-            ctx.step("expired", approval_expired, folder, request,
-                     idempotency_key=ctx.idempotency_key("expired", rid))
-        if not answer:
-            ctx.step("refund", refund_source, folder, paid,
+              undo=(refund_source, folder, paid))'''
+BUY_FIRST = (ASK + "            return\n" + BUY,
+             BUY + "\n" + ASK + '''            ctx.step("refund", refund_source, folder, paid,
                      idempotency_key=ctx.idempotency_key("refund", rid))''')
 
 # property: [(what the learner did, old text, new text, the crash points that show it)]
