@@ -309,3 +309,27 @@ def test_a_run_in_child_does_not_outlive_a_sigkilled_kernel():
         _assert_nothing_left(kernel, [child], [])
     finally:
         kernel.close()
+
+
+SCRATCH = """
+    import json, time
+    import durable_lite.lab as lab
+    folder = lab.scratch_folder("r4")
+    open(folder.file("runs.db"), "w").close()
+    print(json.dumps({"folder": str(folder)}), flush=True)
+    time.sleep(600)
+"""
+
+
+def test_a_sigkilled_kernel_leaves_no_lesson_scratch_folder():
+    """A lesson's scratch folder (lab.scratch_folder) is deleted when its kernel is killed,
+    not only when the kernel runs its exit handlers."""
+    kernel = Kernel(SCRATCH)
+    try:
+        folder = kernel.report()["folder"]
+        assert os.path.isdir(folder)
+        kernel.process.send_signal(signal.SIGKILL)
+        kernel.process.wait(60)
+        _assert_nothing_left(kernel, [], [folder])
+    finally:
+        kernel.close()

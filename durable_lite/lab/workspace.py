@@ -11,7 +11,6 @@ copy; the next `make lab` brings a fresh one. The lessons themselves stay in `no
 which JupyterLab serves read-only (`contents.py`).
 """
 
-import atexit
 import os
 import shutil
 import tempfile
@@ -25,13 +24,19 @@ YOURS = (("exercises", "*.ipynb"), ("notebooks", "crash_playground.ipynb"))
 
 
 class ScratchFolder(str):
-    """A temporary folder (a str path) that prints as a short, stable name."""
+    """A temporary folder (a str path) that prints as a short, stable name.
+
+    It goes when the kernel goes, however it goes: an exit handler alone would leave it
+    behind a kernel that is killed (JupyterLab's shutdown that gives up waiting, SIGKILL),
+    so the watchdog that ends the course's servers deletes it too, with any process still
+    working in it."""
 
     def __new__(cls, label="lesson"):
+        from ..engines.processes import watchdog
         path = tempfile.mkdtemp(prefix=f"durable-lite-{label}-")
         obj = super().__new__(cls, path)
         obj.label = label
-        atexit.register(shutil.rmtree, path, True)
+        watchdog.watch(path, ending="KILL")
         return obj
 
     def __repr__(self):
