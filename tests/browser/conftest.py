@@ -1,5 +1,6 @@
-"""Fixtures for the browser tests: one JupyterLab and one Chromium for the whole module,
-a fresh page, kernel and copy of the lessons for every test, a screenshot when one fails.
+"""Fixtures for the browser tests: one JupyterLab, one Chromium and one page for the whole
+module; a fresh tab, kernel and copy of the lessons for every test; a screenshot when one
+fails.
 
 Without a browser these tests skip with a one-line reason, so `make test` works on a
 learner's machine that has no Chromium. CI sets DURABLE_LITE_REQUIRE_BROWSER=1, which
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_driver import LabServer, NotebookPage, find_chromium, launched_chromium
+from jupyter_driver import LabPage, LabServer, NotebookPage, find_chromium, launched_chromium
 from widget_lessons import NOTEBOOKS
 
 SKIPPED = pytest.StashKey[str]()
@@ -65,22 +66,31 @@ def chromium(lab_server):
         yield browser
 
 
+@pytest.fixture(scope="module")
+def lab_page(lab_server, chromium):
+    """The module's one JupyterLab page: each test's lesson opens in it as a tab."""
+    lab = LabPage(chromium, lab_server)
+    yield lab
+    lab.drop()
+
+
 @pytest.fixture
-def open_lesson(lab_server, chromium, screenshot_folder, request):
+def open_lesson(lab_server, lab_page, screenshot_folder, request):
     """open_lesson(path, width=1400) -> a NotebookPage on a fresh copy of that lesson, kernel
-    idle, in a window `width` pixels wide (JupyterLab's file browser open, as it starts)."""
+    idle, as a tab of a window `width` pixels wide (JupyterLab's file browser open, as it
+    starts)."""
     pages = []
     request.node.lesson_pages = pages
 
     def open_(path: Path, width: int = 1400) -> NotebookPage:
-        context = chromium.new_context(viewport={"width": width, "height": 900})
-        page = NotebookPage(context, lab_server, lab_server.fresh_copy(path), Path(path).stem)
+        page = NotebookPage.in_tab(lab_page, lab_server.fresh_copy(path), Path(path).stem, width)
         pages.append(page)
         return page.open()
 
     yield open_
+    failed = getattr(request.node, "failed_in_call", True)
     for page in pages:
-        page.close()
+        page.close(failed=failed)
 
 
 @pytest.fixture(scope="session")
@@ -119,6 +129,8 @@ def keep_screenshot(request, screenshot_folder):
 def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
+    if report.when == "call":
+        item.failed_in_call = report.failed
     pages = getattr(item, "lesson_pages", None)
     if report.when != "call" or not report.failed or not pages:
         return

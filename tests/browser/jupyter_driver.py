@@ -353,17 +353,86 @@ _COMMAND_JS = """async ([command, limit]) => {
 }"""
 
 
+# Open a notebook as a tab of the JupyterLab already loaded in the page, and make it the
+# current one (LabPage: no page load per lesson).
+_OPEN_TAB_JS = """async path => {
+  const panel = await window.jupyterapp.commands.execute('docmanager:open', {path});
+  await panel.context.ready;
+  window.jupyterapp.shell.activateById(panel.id);
+}"""
+
+# Close the lesson's tab without asking, and end its kernel.
+_CLOSE_TAB_JS = """async () => {
+  const panel = window.__durableLitePanel;
+  if (!panel || panel.isDisposed) { return; }
+  try { await panel.sessionContext.shutdown(); } finally { panel.dispose(); }
+}"""
+
+
+class LabPage:
+    """One browser page with JupyterLab loaded, in which lessons open one after another as
+    tabs. Loading JupyterLab costs a browser more than a lesson's Run All does, so the tests
+    of a module share one page, as a learner keeps one browser tab open all day."""
+
+    def __init__(self, browser, server: LabServer):
+        self.browser, self.server = browser, server
+        self.page = None
+        self.console_errors = []
+
+    def ready(self, width: int):
+        """The page, loaded and `width` pixels wide (a new one if the last was dropped)."""
+        if self.page is None:
+            context = self.browser.new_context(viewport={"width": width, "height": 900})
+            self.page = context.new_page()
+            self.page.set_default_timeout(TIMEOUT_MS)
+            self.page.on("console", self._on_console)
+            self.page.on("pageerror",
+                         lambda error: self.console_errors.append(f"page error: {error}"))
+            self.page.goto(f"{self.server.url}/lab?token={self.server.token}&reset")
+            self.page.wait_for_function("() => window.jupyterapp && "
+                                        "window.jupyterapp.commands.hasCommand('docmanager:open')")
+        else:
+            self.page.set_viewport_size({"width": width, "height": 900})
+        self.console_errors.clear()           # what an earlier lesson's page logged is not ours
+        return self.page
+
+    def _on_console(self, message):
+        if message.type == "error":
+            self.console_errors.append(f"console error: {message.text}")
+
+    def drop(self):
+        """Close the page: the next lesson gets a freshly loaded one (after a failure, when
+        the page may be left in any state)."""
+        if self.page is not None:
+            try:
+                self.page.context.close()
+            finally:
+                self.page = None
+
+
 class NotebookPage:
-    """One lesson, open in its own browser page with its own kernel."""
+    """One lesson with its own kernel, open in a browser page of its own or as a tab of a
+    shared LabPage (`in_tab`)."""
 
     def __init__(self, context, server: LabServer, served_path: str, name: str):
         self.context, self.server, self.served_path, self.name = context, server, served_path, name
+        self.lab = None
         self.page = context.new_page()
         self.page.set_default_timeout(TIMEOUT_MS)
         self.console_errors = []
         self.page.on("console", self._on_console)
         self.page.on("pageerror", lambda error: self.console_errors.append(f"page error: {error}"))
         self.focus = None                    # the widget being driven, for screenshots
+
+    @classmethod
+    def in_tab(cls, lab: LabPage, served_path: str, name: str, width: int) -> "NotebookPage":
+        self = cls.__new__(cls)
+        self.server, self.served_path, self.name, self.lab = lab.server, served_path, name, lab
+        self.page = lab.ready(width)
+        self.context = None
+        self.console_errors = lab.console_errors
+        self.focus = None
+        return self
 
     def _on_console(self, message):
         if message.type == "error":
@@ -372,8 +441,11 @@ class NotebookPage:
     # opening and running -------------------------------------------------------------------
     def open(self) -> "NotebookPage":
         self.server.start_kernel(self.served_path)
-        url = f"{self.server.url}/lab/tree/{self.served_path}?token={self.server.token}&reset"
-        self.page.goto(url)
+        if self.lab is None:
+            url = f"{self.server.url}/lab/tree/{self.served_path}?token={self.server.token}&reset"
+            self.page.goto(url)
+        else:
+            self.page.evaluate(_OPEN_TAB_JS, self.served_path)
         self.page.wait_for_function(_KERNEL_IDLE_JS, timeout=TIMEOUT_MS)
         self.page.evaluate(_TRACKER_JS)
         return self
@@ -517,10 +589,16 @@ class NotebookPage:
         self.page.screenshot(path=str(path))
         return path
 
-    def close(self):
-        """Close the page and shut its kernel down (a kernel per test adds up on two cores);
-        the server finishes the shutdown while the next test starts."""
+    def close(self, failed: bool = False):
+        """Close the page, or the tab, and shut its kernel down (a kernel per test adds up on
+        two cores); the server finishes the shutdown while the next test starts. A shared
+        page a test failed in is dropped, so that no later test meets what was left on it."""
         try:
-            self.context.close()
+            if self.lab is None:
+                self.context.close()
+            elif failed:
+                self.lab.drop()
+            else:
+                self.page.evaluate(_CLOSE_TAB_JS)
         finally:
             self.server.shut_down_kernel(self.served_path)
