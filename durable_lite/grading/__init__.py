@@ -38,16 +38,27 @@ for writing a new one.
 
 import importlib
 
-from .checks import Checker, Exercise, Fail, NotAttempted, QuestionResult, run_question
 from .exercises import discover
 
 EXERCISES = discover()
 
+# The checks' machinery is imported when first used, not with the package: the grader's
+# small processes (a fresh answer process, the reaper, a kernel's launcher) import modules
+# of this package by the thousand in a class's grading, and most never need it.
+_FROM_CHECKS = ("Checker", "Exercise", "Fail", "NotAttempted", "QuestionResult", "run_question")
+
+
+def __getattr__(name):
+    if name in _FROM_CHECKS:
+        from . import checks
+        return getattr(checks, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 _current = None
 
 
-def exercise(exercise_id: str) -> Exercise:
-    """The questions and tests of one exercise."""
+def exercise(exercise_id: str):
+    """The questions and tests of one exercise (a checks.Exercise)."""
     if exercise_id not in EXERCISES:
         known = ", ".join(sorted(EXERCISES))
         raise KeyError(f"no exercise {exercise_id!r}; the exercises are {known}")
@@ -55,8 +66,9 @@ def exercise(exercise_id: str) -> Exercise:
     return module.EXERCISE
 
 
-def checker(exercise_id: str) -> Checker:
-    """The `check` function for one exercise notebook."""
+def checker(exercise_id: str):
+    """The `check` function for one exercise notebook (a checks.Checker)."""
+    from .checks import Checker
     global _current
     _current = Checker(exercise(exercise_id))
     return _current

@@ -126,8 +126,6 @@ def _wrapper(name, real, log, kill):
 def _main(spec_json):
     import importlib
 
-    from . import checks
-
     spec = json.loads(spec_json)
     try:
         # The course's examples first: workflow names are global, and a learner's workflow
@@ -144,6 +142,7 @@ def _main(spec_json):
                 setattr(examples, name, wrapped)
         result = getattr(module, spec["call"])(*spec["args"])
     except BaseException as exc:  # report any failure of the learner's code to the parent
+        from . import checks     # only now: most children never fail, and it takes a while
         print("ERROR " + json.dumps(checks.sanitize(checks.describe(exc))))
         traceback.print_exc()
         sys.exit(3)

@@ -8,13 +8,15 @@ so adding an exercise is adding a module and a solution notebook. Start from
 `durable_lite/grading/README.md` for the rules every question keeps.
 """
 
-import pkgutil
+import os
 import re
 
 
 def discover() -> dict:
     """exercise id (the notebook's name, "02_memoize") -> module name ("ex02_memoize").
 
-    Found by file name, without importing anything."""
-    return {m.name[2:]: m.name for m in pkgutil.iter_modules(__path__)
-            if re.fullmatch(r"ex\d\d_\w+", m.name)}
+    Found by file name, without importing anything (not even pkgutil, which imports
+    inspect and typing: every small process of the grader imports this package)."""
+    names = sorted(name[:-3] for folder in __path__ for name in os.listdir(folder)
+                   if name.endswith(".py"))
+    return {name[2:]: name for name in names if re.fullmatch(r"ex\d\d_\w+", name)}
