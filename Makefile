@@ -12,7 +12,7 @@ MY_WORK := my_work
 PORT    ?=
 HOST    ?=
 
-.PHONY: lab hub test bench exercises grade report notebooks lock clean
+.PHONY: lab hub test bytecode bench exercises grade report notebooks lock clean
 
 # The first install takes minutes (README: "Two commands"), so it shows its progress: pip's
 # line per package, then, while pip unpacks them all without a word, how many are in place.
@@ -21,13 +21,23 @@ $(STAMP): pyproject.toml constraints.txt
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 10), "durable-lite needs Python 3.10 or newer"'
 	@echo "Installing the course into $(VENV) with $$($(PYTHON) -c 'import sys; print(sys.executable, sys.version.split()[0])'): the first time takes a few minutes; pip lists each package as it goes."
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python tests/tools/install_progress.py $(INSTALL) -e '.[test]'
+	@# compat: the package is found through a plain path in a .pth file. The default editable
+	@# install adds an import hook that imports pathlib and urllib at every Python's start,
+	@# about 10 ms each time; a crash sweep or a class's grading starts thousands of them.
+	$(BIN)/python tests/tools/install_progress.py $(INSTALL) -e '.[test]' --config-settings editable_mode=compat
 	@touch $(STAMP)
+
+# The package's and the tests' compiled bytecode, brought up to date (quick when it is). Where
+# PYTHONDONTWRITEBYTECODE is set, Python never writes it, and every one of the thousands of
+# processes the lessons, the grader and the tests start would compile the package again:
+# about 30 ms each.
+bytecode: $(STAMP)
+	@$(BIN)/python -m compileall -q durable_lite tests > /dev/null
 
 # Copies the exercises and the crash playground you do not have yet into my_work/ (never
 # overwriting yours), starts JupyterLab on 127.0.0.1 with a fresh token and the lessons in
 # notebooks/ read-only, waits until it answers, then prints the URL.
-lab: $(STAMP)
+lab: $(STAMP) bytecode
 	@$(BIN)/python -m durable_lite.lab.launch --my-work $(MY_WORK) --log $(VENV)/jupyterlab.log $(if $(PORT),--port $(PORT))
 
 # A workshop server: JupyterHub serves the course to a class, each learner their own
@@ -36,7 +46,7 @@ lab: $(STAMP)
 # (HOST=127.0.0.1: this machine only); PORT= picks the port. Ctrl-C stops all of it. As
 # root, each learner becomes a system user of their own; ONE_USER=1 runs them all as root.
 # The hub extra (JupyterHub, its proxy, the idle culler) is part of the test install.
-hub: $(STAMP)
+hub: $(STAMP) bytecode
 	@$(BIN)/python -m durable_lite.hub.launch $(if $(PORT),--port $(PORT)) $(if $(HOST),--ip $(HOST)) $(if $(ONE_USER),--one-user)
 
 # Each test file (each notebook) runs whole on one worker, its tests in order; files are
@@ -44,7 +54,7 @@ hub: $(STAMP)
 # (tests/conftest.py). The few attacks that plant files in the package or site-packages
 # run afterwards, by themselves: beside other grading, the other runs' guards would find
 # them too.
-test: $(STAMP)
+test: $(STAMP) bytecode
 	$(BIN)/python -m pytest -n auto --maxprocesses 4 --dist loadfile --no-loadscope-reorder -m "not alone"
 	$(BIN)/python -m pytest -m alone tests/test_grading_attacks.py tests/test_grading_report.py
 
