@@ -12,6 +12,7 @@ once. Which lessons need an engine is read from the notebooks (they import
 `durable_lite.engines`).
 """
 
+import gc
 import json
 import os
 import re
@@ -82,6 +83,14 @@ def _longest_first(items) -> None:
         seen.setdefault(item.nodeid.split("::")[0], len(seen))
     items.sort(key=lambda item: (rank.get(item.nodeid.split("::")[0], len(rank)),
                                  seen[item.nodeid.split("::")[0]]))
+
+
+def pytest_collection_finish(session):
+    """What collection built (every test module, the packages they import: hundreds of
+    thousands of objects) lives until the worker ends. Frozen, Python's garbage collector
+    stops going through all of it again at each full collection, and a process forked
+    from the worker does not copy its pages by touching them."""
+    gc.freeze()
 
 
 def pytest_collection_modifyitems(config, items):
