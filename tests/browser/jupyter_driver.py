@@ -4,8 +4,10 @@
 IPython and matplotlib folders, with the options `make lab` gives it (read-only lessons, no
 news pop-up, no update check: `durable_lite.lab.launch.course_options`). By default it
 serves fresh copies of the lessons, read-only like the originals; given a `course` folder
-it serves that folder as `make lab` serves the course. `NotebookPage` is one lesson open in
-one browser page with its own kernel.
+it serves that folder as `make lab` serves the course. `NotebookPage` is one lesson with
+its own kernel, open in a browser page of its own or as a tab of a `LabPage`: one page with
+JupyterLab loaded that the tests of a module share (loading JupyterLab costs the browser
+more CPU than running most lessons).
 
 Nothing here sleeps for a fixed time. Two conditions do all the waiting:
 
