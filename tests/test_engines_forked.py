@@ -124,13 +124,17 @@ def _preloads_after(imports, asking) -> list:
 
 
 def test_the_fork_server_preloads_every_engine_this_process_uses():
-    dbos, langgraph = forked.WORKER_MODULES
-    # only LangGraph here: DBOS is not imported for nothing
+    dbos, langgraph, temporal = forked.PRELOADS
+    temporal_preload = forked.PRELOADS[temporal]
+    # only LangGraph here: DBOS and Temporal are not imported for nothing
     assert _preloads_after([langgraph], langgraph) == [langgraph]
     # both imported: whichever engine starts the server first, both are imported in it,
     # so the other's workers do not import their engine one by one
     assert _preloads_after([dbos, langgraph], langgraph) == [langgraph, dbos]
     assert _preloads_after([dbos, langgraph], dbos) == [dbos, langgraph]
+    # Temporal's workers need the SDK and the course's workflows: its preload module
+    assert _preloads_after([temporal, dbos], temporal_preload) == [temporal_preload, dbos]
+    assert _preloads_after([temporal, langgraph], langgraph) == [langgraph, temporal_preload]
 
 
 def test_kill_is_quiet_when_the_child_is_gone_before_its_end_was_heard():

@@ -739,10 +739,10 @@ def test_a_check_stopped_by_its_time_limit_leaves_no_worker_behind(tmp_path):
     ex15.temporal_address()                    # the server is shared: only workers must go
     # Only the workers this check starts: another test of this process (a lesson's two
     # machines, say) may still be ending its own on a busy machine.
-    before = {pid for pid, command in _ours() if "engines.temporal.worker" in command}
+    before = {pid for pid, kind in left_running() if kind == "worker"}
 
     def left():
-        return [p for p in _ours() if "engines.temporal.worker" in p[1] and p[0] not in before]
+        return [p for p in left_running() if p[1] == "worker" and p[0] not in before]
 
     part = checks.Exercise(EX.id, EX.title, EX.lesson)
     part.question("q1", "", ["RenewSubscription"]).tests = [EX.questions["q1"].tests[SILENT]]
@@ -757,31 +757,10 @@ def test_a_check_stopped_by_its_time_limit_leaves_no_worker_behind(tmp_path):
 
 
 
-def _ours():
-    """Processes below this one that run a Temporal server or worker."""
-    found = []
-    mine = {os.getpid()}
-    parents = {}
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                parents[int(pid)] = int(f.read().rsplit(")", 1)[1].split()[1])
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                command = f.read().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if "temporal" in command and ("server start-dev" in command or "engines.temporal.worker" in command):
-            found.append((int(pid), command))
-    below = []
-    for pid, command in found:
-        seen, p = set(), pid
-        while p in parents and p not in seen and p > 1:
-            seen.add(p)
-            p = parents[p]
-            if p in mine:
-                below.append((pid, command))
-                break
-    return below
+def left_running():
+    """The Temporal servers and workers below this process, [(pid, "server" or "worker")]."""
+    from durable_lite.engines.temporal.tour import left_running as below_us
+    return below_us()
 
 
 def test_zz_the_temporal_server_and_every_worker_are_gone_at_the_end(graded):
@@ -793,9 +772,9 @@ def test_zz_the_temporal_server_and_every_worker_are_gone_at_the_end(graded):
     assert server is not None and server.running     # the checks above shared one server
     ex15.stop_server()
     deadline = time.monotonic() + 30
-    while _ours() and time.monotonic() < deadline:
+    while left_running() and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert _ours() == []
+    assert left_running() == []
     assert not server.running and ex15._server == {}
 
 

@@ -28,10 +28,11 @@ the child calls watchdog.exit_with_parent() first thing, and multiprocessing's f
 watched too: after a SIGKILL nothing of theirs is left.
 
 A Python has one fork server, and what it imports ahead (its preload) is fixed when it
-starts. context() has it preload every engine's worker module this process has imported
-by then, not only the first one asked for: a process that uses both engines (a test
-run, lesson 15) would otherwise import the other engine again in each of its workers, for
-a second or two each; one that uses only one engine does not pay for the other.
+starts. context() has it preload what the workers of every engine this process has imported
+a worker module of by then need, not only the first one asked for: a process that uses
+several engines (a test run, lesson 15) would otherwise import the others again in each of
+its workers, for a second or two each; one that uses only one engine does not pay for the
+others.
 """
 
 import multiprocessing
@@ -42,15 +43,18 @@ import threading
 from . import watchdog
 
 _STATUS = threading.Lock()      # held by every start and every status read
-WORKER_MODULES = ("durable_lite.engines.dbos.worker", "durable_lite.engines.langgraph.worker")
+# {an engine's worker module: what the fork server imports ahead for its workers}
+PRELOADS = {"durable_lite.engines.dbos.worker": "durable_lite.engines.dbos.worker",
+            "durable_lite.engines.langgraph.worker": "durable_lite.engines.langgraph.worker",
+            "durable_lite.engines.temporal.worker": "durable_lite.engines.temporal.preload"}
 
 
 def context(module: str):
-    """multiprocessing's fork-server context, its server preloading `module` and the other
-    worker modules already imported here (if it has not started yet)."""
+    """multiprocessing's fork-server context, its server preloading `module` and what the
+    other engines whose worker modules are imported here need (if it has not started yet)."""
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(
-        [module] + [m for m in WORKER_MODULES if m != module and m in sys.modules])
+        [module] + [m for w, m in PRELOADS.items() if m != module and w in sys.modules])
     return ctx
 
 

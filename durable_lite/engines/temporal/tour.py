@@ -246,17 +246,11 @@ def killed_on_durable_lite(folder, order="A-17", amount=40) -> dict:
 def left_running() -> list:
     """The Temporal servers and Temporal worker processes that this process started (its
     children, theirs, and so on) and that still run: [(pid, "server" or "worker")]. A
-    lesson's last cell prints it, so a lesson that leaves one behind fails its own check."""
-    import subprocess
-    # -ww: whole command lines, whatever COLUMNS says (ps cuts them to the terminal's width)
-    listed = subprocess.run(["ps", "-A", "-ww", "-o", "pid=,ppid=,args="], capture_output=True,
-                            text=True, check=True).stdout
-    parents, args = {}, {}
-    for line in listed.splitlines():
-        fields = line.split(None, 2)
-        if len(fields) >= 2 and fields[0].isdigit() and fields[1].isdigit():
-            pid = int(fields[0])
-            parents[pid], args[pid] = int(fields[1]), fields[2] if len(fields) > 2 else ""
+    lesson's last cell prints it, so a lesson that leaves one behind fails its own check.
+    A worker is forked from multiprocessing's fork server, so it carries the server's
+    command line; it is known by its name (worker.PROCESS_NAME)."""
+    from .worker import PROCESS_NAME
+    parents, args, names = _processes()
     mine, found = {os.getpid()}, []
     for pid in sorted(parents, key=lambda p: _depth(p, parents)):
         if parents[pid] in mine:
@@ -264,9 +258,43 @@ def left_running() -> list:
     for pid in sorted(mine - {os.getpid()}):
         if "server start-dev" in args[pid]:
             found.append((pid, "server"))
-        elif "durable_lite.engines.temporal.worker" in args[pid]:
+        elif names.get(pid) == PROCESS_NAME:
             found.append((pid, "worker"))
     return found
+
+
+def _processes():
+    """({pid: parent}, {pid: command line}, {pid: name}) of every process (Linux: /proc;
+    elsewhere `ps`, which gives the names as well)."""
+    import subprocess
+    parents, args, names = {}, {}, {}
+    if os.path.isdir("/proc/self"):
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as f:
+                    stat = f.read()
+                with open(f"/proc/{entry}/cmdline", "rb") as f:
+                    command = f.read()
+            except OSError:
+                continue                  # it ended meanwhile
+            pid = int(entry)
+            head, _, tail = stat.rpartition(b")")
+            names[pid] = head.split(b"(", 1)[1].decode(errors="replace")
+            parents[pid] = int(tail.split()[1])
+            args[pid] = command.replace(b"\0", b" ").decode(errors="replace").strip()
+        return parents, args, names
+    # -ww: whole command lines, whatever COLUMNS says (ps cuts them to the terminal's width)
+    for field, into in (("comm", names), ("args", args)):
+        listed = subprocess.run(["ps", "-A", "-ww", "-o", f"pid=,ppid=,{field}="],
+                                capture_output=True, text=True, check=True).stdout
+        for line in listed.splitlines():
+            fields = line.split(None, 2)
+            if len(fields) >= 2 and fields[0].isdigit() and fields[1].isdigit():
+                parents[int(fields[0])] = int(fields[1])
+                into[int(fields[0])] = fields[2] if len(fields) > 2 else ""
+    return parents, args, names
 
 
 def _depth(pid, parents) -> int:

@@ -7,8 +7,8 @@
     machine_a.kill()              # SIGKILL: no cleanup, no goodbye
     start_worker(server.address, "machine-b", wait_for=["refund-A-17"]).result()
 
-Each worker is a real Python process (`python -m durable_lite.engines.temporal.worker
-SPEC`) that connects to the server at `address`, polls one task queue for workflow and
+Each worker is a real Python process, forked from multiprocessing's fork server (which has
+imported the SDK and the course's workflows once: preload.py), that connects to the server at `address`, polls one task queue for workflow and
 activity tasks, may start workflows (by their registered names), and waits for the
 workflows it was asked about to end, then writes what it saw as JSON (a killed process
 reports nothing, so the controller reads the server's history as well). Any worker on the
@@ -22,16 +22,16 @@ notebook. It ends with os._exit: the SDK's native threads sometimes abort an int
 that shuts down normally after a worker ran.
 
 A worker ends with the process that started it, however that one ends, and its folder goes
-with it (processes/watchdog.py: the watchdog, or this process's exit, SIGKILLs it and deletes the
-folder; on Linux one started from the main thread also gets SIGTERM from the system).
+with it (processes/forked.py and watchdog.py: the worker watches a pipe from the process
+that asked for it, and the watchdog SIGKILLs it and deletes the folder).
 """
 
 import asyncio
+import functools
 import importlib
 import json
 import os
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -39,7 +39,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 from ...faults import CrashAt
-from ..processes import watchdog
+from ..processes import forked, watchdog
 
 TASK_QUEUE = "durable-lite-course"
 # How long the server waits for a workflow task it handed to a worker before it gives the
@@ -52,6 +52,9 @@ WORKFLOW_TASK_TIMEOUT = timedelta(seconds=4)
 STICKY_TIMEOUT = timedelta(seconds=1)
 MODULES = ("refund", "pitfalls")      # registered on every worker
 HURRY = "hurry"            # the file Worker.hurry writes: report now, ended or not
+# A worker's name for the system (Linux: /proc/PID/comm, `ps -o comm`). Forked from the fork
+# server, its command line is the server's, so this is how a worker is recognised.
+PROCESS_NAME = "dl-tworker"
 
 
 class HoldAt(CrashAt):
@@ -77,8 +80,8 @@ class Worker:
     def _wait_for(self, name, timeout):
         deadline = time.monotonic() + timeout
         while not os.path.exists(self._file(name)):
-            if self.process.poll() is not None:
-                raise RuntimeError(f"worker {self.name!r} exited ({self.process.returncode}) "
+            if not self.process.is_alive():
+                raise RuntimeError(f"worker {self.name!r} exited ({self.process.exitcode}) "
                                    f"before {name}:\n{self.log()}")
             if time.monotonic() > deadline:
                 raise TimeoutError(f"worker {self.name!r}: no {name} within {timeout}s:\n"
@@ -102,28 +105,28 @@ class Worker:
 
     def kill(self):
         """SIGKILL the worker, as a crashed machine: no cleanup runs."""
-        self.process.kill()          # Popen's: no error if another thread reaped it first
-        self.process.wait(30)
+        self.process.kill()          # no error if it has already ended
+        self.process.join(30)
         return self
 
     def join(self, timeout=120.0, kill=True):
         """Wait for the worker to exit; past `timeout`, a TimeoutError (killed first, unless
         `kill` is False)."""
-        try:
-            return self.process.wait(timeout)
-        except subprocess.TimeoutExpired:
+        code = self.process.join(timeout)
+        if code is None:
             if kill:
                 self.kill()
             raise TimeoutError(f"worker {self.name!r} did not finish within {timeout}s"
-                               f"{' (killed)' if kill else ''}:\n{self.log()}") from None
+                               f"{' (killed)' if kill else ''}:\n{self.log()}")
+        return code
 
     @property
     def alive(self) -> bool:
-        return self.process.poll() is None
+        return self.process.is_alive()
 
     @property
     def killed(self) -> bool:
-        return self.process.poll() == -signal.SIGKILL
+        return self.process.exitcode == -signal.SIGKILL
 
     def report(self):
         """What the worker saw, {workflow id: outcome}, or None if it did not live to say."""
@@ -179,17 +182,25 @@ def start_worker(address, name, *, task_queue=TASK_QUEUE, start=(), wait_for=(),
             "python_path": [os.fspath(p) for p in python_path]}
     with open(os.path.join(folder, "spec.json"), "w", encoding="utf-8") as f:
         json.dump(spec, f)
-    log = open(os.path.join(folder, "worker.log"), "wb")
-    try:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "durable_lite.engines.temporal.worker", folder],
-            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-            env={**os.environ, **env} if env else None,
-            preexec_fn=watchdog.dies_with_this_thread())
-    finally:
-        log.close()
-    guard.add(process.pid)
-    return Worker(process, folder, name)
+    # The environment it would have had as a new program: this process's now, plus `env`
+    # (the fork server's is the one it had when it started).
+    environment = {**os.environ, **(env or {})}
+    process = _context().Process(target=_forked, args=(folder, environment),
+                                 name=f"temporal-{name}")
+    return Worker(forked.start(process, guard), folder, name)
+
+
+def warm_up():
+    """Start the fork server now (it imports the SDK once), so the first worker does not
+    wait for it. Optional: start_worker does it when needed."""
+    _context()
+    from multiprocessing import forkserver
+    forkserver.ensure_running()
+
+
+@functools.lru_cache(maxsize=None)
+def _context():
+    return forked.context(f"{__package__}.preload")     # the SDK imported once, in the server
 
 
 # the worker's side -------------------------------------------------------------------------
@@ -353,6 +364,25 @@ def _write_json(path, value):
     os.replace(tmp, path)        # the controller never reads half a report
 
 
+def _forked(folder, environment) -> None:
+    """A worker's life in a child of the fork server: end with the process that asked for
+    it, write everything to the log, take that process's environment, then _run."""
+    watchdog.exit_with_parent()
+    _name_this_process(PROCESS_NAME)
+    log = os.open(os.path.join(folder, "worker.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    os.dup2(log, 1)               # nothing a worker prints may reach a notebook cell
+    os.dup2(log, 2)
+    os.environ.clear()
+    os.environ.update(environment)
+    _run(folder)
+
+
+def _name_this_process(name) -> None:
+    if sys.platform.startswith("linux"):
+        import ctypes
+        ctypes.CDLL(None).prctl(15, name.encode(), 0, 0, 0)       # 15 = PR_SET_NAME
+
+
 def _run(folder) -> None:
     """The process's whole life: serve, report, and end with os._exit (see the docstring)."""
     try:
@@ -367,7 +397,3 @@ def _run(folder) -> None:
     sys.stderr.flush()
     os._exit(code)
 
-
-if __name__ == "__main__":
-    # Run as the package's module, not as __main__, so names resolve as they do everywhere.
-    importlib.import_module("durable_lite.engines.temporal.worker")._run(sys.argv[1])
