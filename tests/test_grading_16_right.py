@@ -54,34 +54,29 @@ def test_a_killed_worker_s_run_is_taken_up_again_in_the_same_phase_whatever_its_
     clock on, the worker is started again after its lease has lapsed: the run it held goes
     on in phase 2, not 25 hours later."""
     from durable_lite.grading.cases import Draw
-    from durable_lite.grading.forked import Forks
     from durable_lite.grading.harness import START, scratch
     answers = run_cells(variant("the draft retried after a long backoff"), name="long-backoff")
     sources, requests = ex16.sources_of(answers), ex16.requests_for(Draw(2))
-    forks = Forks(preload=(ex16.__name__,))
-    try:
-        with scratch("ex16-restart") as root:
-            clean = ex16.play(os.path.join(root, "clean"), sources, requests, forks=forks,
-                              snapshots=os.path.join(root, "snapshots"))
-            starts, points = clean["phase_starts"], clean["points"]
-            kills = [i for i in range(starts[1] + 1, starts[2] + 1)
-                     if points[i - 1] == ("plan", "before_step")]
-            assert len(kills) >= 2, points         # tenant A's second request and B3
-            for kill in kills:
-                folder = os.path.join(root, f"case-{kill}")
-                ex16.play(folder, sources, requests, kill_at=kill, forks=forks,
-                          start=(1, clean["states"][1]))
-                db = sqlite3.connect(os.path.join(folder, "runs.db"))
-                try:
-                    taken_up = [at for at, in db.execute(
-                        "SELECT at FROM events WHERE kind = 'interrupted'")]
-                finally:
-                    db.close()
-                next_phase = START + 2 * 3600          # phase 2 began an hour after START
-                assert taken_up and max(taken_up) < next_phase, \
-                    (points[kill - 1], [(at - START) / 3600 for at in taken_up])
-    finally:
-        forks.close()
+    with scratch("ex16-restart") as root:
+        clean = ex16.play(os.path.join(root, "clean"), sources, requests,
+                          snapshots=os.path.join(root, "snapshots"))
+        starts, points = clean["phase_starts"], clean["points"]
+        kills = [i for i in range(starts[1] + 1, starts[2] + 1)
+                 if points[i - 1] == ("plan", "before_step")]
+        assert len(kills) >= 2, points         # tenant A's second request and B3
+        for kill in kills:
+            folder = os.path.join(root, f"case-{kill}")
+            ex16.play(folder, sources, requests, kill_at=kill,
+                      start=(1, clean["states"][1]))
+            db = sqlite3.connect(os.path.join(folder, "runs.db"))
+            try:
+                taken_up = [at for at, in db.execute(
+                    "SELECT at FROM events WHERE kind = 'interrupted'")]
+            finally:
+                db.close()
+            next_phase = START + 2 * 3600          # phase 2 began an hour after START
+            assert taken_up and max(taken_up) < next_phase, \
+                (points[kill - 1], [(at - START) / 3600 for at in taken_up])
 
 
 def test_a_first_self_check_without_a_crash_takes_seconds(capsys):

@@ -1,7 +1,8 @@
 """Run a learner's function in a fresh Python process, and SIGKILL it around a step.
 
 The parent (a check, in the notebook's kernel) writes the learner's code to a module with
-`portable.module_source`, then calls `run_fresh(...)`. The child imports that module,
+`portable.module_source`, then calls `run_fresh(...)`. The child, a new process forked from
+a Python that has imported only the course's package (forked.py), imports that module,
 wraps the named step functions so each call is logged ("start lookup", "end lookup") and
 so it can kill itself just before or just after one of them — the moments a deploy or an
 out-of-memory kill would pick — then calls the function and reports its JSON result.
@@ -13,7 +14,6 @@ them, so it counts executions across every process that worked on a run.
 import json
 import os
 import signal
-import subprocess
 import sys
 import traceback
 from dataclasses import dataclass, field
@@ -48,35 +48,36 @@ def write_module(folder, source: str) -> None:
 
 
 def run_fresh(folder, call: str, *args, wrap=(), kill=None, log=None, timeout: float = 30.0,
-              env=None) -> ChildRun:
+              env=None, preload=()) -> ChildRun:
     """Call `learner_code.<call>(*args)` in a new process whose cwd is `folder`.
 
     wrap: names of step functions to log (and possibly kill around).
     kill: (name, "before" | "after") — SIGKILL the child there.
     log:  the file to append "start NAME" / "end NAME" lines to (shared across runs).
+    env:  more environment variables for it (PYTHONPATH adds to its import path, as for a
+          new interpreter). preload: modules its parent imports ahead (forked.py).
     """
+    from . import forked
     log = os.fspath(log or Path(folder, "steps.log"))
     spec = {"dir": os.fspath(folder), "call": call, "args": list(args), "wrap": list(wrap),
             "kill": list(kill) if kill else None, "log": log}
     child_env = dict(os.environ, **(env or {}))
-    child_env["PYTHONPATH"] = os.pathsep.join(
-        [os.fspath(folder), _PACKAGE_PARENT, *_added_to_sys_path(),
-         child_env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    try:
-        proc = subprocess.run([sys.executable, "-m", "durable_lite.grading.child", json.dumps(spec)],
-                              cwd=os.fspath(folder), capture_output=True, text=True,
-                              timeout=timeout, env=child_env)
-    except subprocess.TimeoutExpired:
+    path = [_PACKAGE_PARENT, *_added_to_sys_path(),
+            *[p for p in child_env.get("PYTHONPATH", "").split(os.pathsep) if p]]
+    child_env["PYTHONPATH"] = os.pathsep.join([os.fspath(folder), *path])   # for its own children
+    status, out, err = forked.run(folder, spec, env=child_env, path=path, timeout=timeout,
+                                  preload=preload)
+    if status == "timeout":
         return ChildRun(returncode=-1, error=f"the fresh process did not finish within {timeout:.0f} s",
                         log=read_log(log))
-    run = ChildRun(proc.returncode, stderr=proc.stderr, log=read_log(log))
-    for line in proc.stdout.splitlines():
+    run = ChildRun(status, stderr=err, log=read_log(log))
+    for line in out.splitlines():
         if line.startswith("RESULT "):
             run.result = json.loads(line[len("RESULT "):])
         elif line.startswith("ERROR "):
             run.error = json.loads(line[len("ERROR "):])
-    if proc.returncode not in (0, -signal.SIGKILL) and run.error is None:
-        run.error = (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
+    if status not in (0, -signal.SIGKILL) and run.error is None:
+        run.error = (err.strip().splitlines() or [f"exit status {status}"])[-1]
     return run
 
 
@@ -123,10 +124,45 @@ def _wrapper(name, real, log, kill):
     return step_function
 
 
-def _main(spec_json):
+def run_in_fork(request) -> None:
+    """(In a child just forked by forked.serve.) Become the fresh process `request` asks for,
+    run `_main`, and exit. Never returns.
+
+    It exits as a Python that reached its end does, as far as anything outside it can see:
+    its exit handlers (atexit) run and its output is flushed. The interpreter's teardown,
+    which frees every object one by one, is skipped: in a fork it copies nearly every page
+    the child shares with its parent (half of a short child's CPU), and nothing recorded
+    depends on it, since a store commits each record before going on, as a SIGKILL proves."""
+    _die_with_parent()
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    for fd, path in ((1, request["out"]), (2, request["err"])):
+        os.dup2(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), fd)
+    os.chdir(request["folder"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    code = 0
+    try:
+        _main(request["spec"])
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    import atexit
+    atexit._run_exitfuncs()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def _die_with_parent():
+    """SIGKILL from the system if the parent that forked this process ends (Linux)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+        ctypes.CDLL(None).prctl(1, int(signal.SIGKILL), 0, 0, 0)     # 1 = PR_SET_PDEATHSIG
+
+
+def _main(spec):
     import importlib
 
-    spec = json.loads(spec_json)
     try:
         # The course's examples first: workflow names are global, and a learner's workflow
         # named like one of them ("refund", "research") must be the one that runs here, as
@@ -148,6 +184,3 @@ def _main(spec_json):
         sys.exit(3)
     print("RESULT " + json.dumps(result, default=repr))
 
-
-if __name__ == "__main__":
-    _main(sys.argv[1])

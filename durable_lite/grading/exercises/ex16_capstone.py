@@ -32,8 +32,9 @@ nobody answers before its deadline (B3).
 
 Every phase is a new Python process that runs the answer's cells again
 (`portable.module_source`; phase 1's module holds no `research_v2`: it is not deployed
-yet). The processes are forked from one that has imported only the course's package
-(`forked.Forks`), so each imports the answer afresh and none inherits another's memory.
+yet). The processes are forked from Pythons that have imported only the course's package
+(`child.run_fresh`, forked.py), so each imports the answer afresh and none inherits another's
+memory; a worker started again after a kill comes from another of them (a new hash seed).
 First the scenario is played without a crash, noting every crash point the worker
 processes pass, in order. Then, for each of those points, the scenario is played again in
 a fresh store and world, and the worker process is SIGKILLed at that point; the phase is
@@ -77,11 +78,9 @@ first case that breaks its property (a right answer takes as long as the grade).
 """
 
 import json
-import contextlib
 import os
 import shutil
 import sqlite3
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -92,7 +91,6 @@ from ...faults import CrashPlan
 from ...store import SQLiteStore
 from ..checks import Exercise, Fail, NotAttempted
 from ..child import run_fresh, write_module
-from ..forked import Forks
 from ..harness import START, scratch
 from ..portable import NotPortable, module_source
 
@@ -227,8 +225,7 @@ def sources_of(answers):
 
 
 # playing a case ---------------------------------------------------------------------------------
-def play(folder, sources, requests, kill_at=None, timeout=60, start=None, snapshots=None,
-         forks=None):
+def play(folder, sources, requests, kill_at=None, timeout=60, start=None, snapshots=None):
     """Play the scenario in `folder`; SIGKILL the worker at crash point `kill_at` (the n-th
     passed, counted over every process) and start the phase again, in a new process.
 
@@ -236,7 +233,6 @@ def play(folder, sources, requests, kill_at=None, timeout=60, start=None, snapsh
     the top: every phase before the kill is the clean run's, point for point, so a case
     starts from a copy of the clean run's folder at the start of the phase it kills in.
     snapshots: a folder to keep such copies in (the clean run).
-    forks: a `forked.Forks` to start the workers with (cheaper), or None: a new interpreter each.
     Returns {"points": [(step, when)], "runs": {request id: run id}, "killed": bool,
     "phase_starts": [number of points passed when each phase began], "clock": the time when
     the last worker stopped}."""
@@ -267,8 +263,8 @@ def play(folder, sources, requests, kill_at=None, timeout=60, start=None, snapsh
         for attempt in range(4):
             n += 1
             args = dict(spec, now=now, worker=f"w{n}")
-            child = forks.run(folder, "capstone_worker", args, timeout=timeout) if forks else \
-                run_fresh(folder, "capstone_worker", args, timeout=timeout)
+            child = run_fresh(folder, "capstone_worker", args, timeout=timeout,
+                              preload=(__name__,))
             if child.killed:
                 killed = True
                 # The phase starts again once the dead worker's lease has lapsed: LEASE
@@ -638,18 +634,9 @@ def sweep(answers, seed, jobs=2, crash=True, stop_on=None, points=None) -> Grade
     started = time.monotonic()
     sources = sources_of(answers)
     requests = requests_for(Draw(seed))
-    local, everyone = threading.local(), []
-
-    def forks():
-        if getattr(local, "forks", None) is None:
-            local.forks = Forks(preload=(__name__,))
-            everyone.append(local.forks)
-        return local.forks
-
-    with scratch("ex16") as root, contextlib.ExitStack() as stack:
-        stack.callback(lambda: [f.close() for f in everyone])
+    with scratch("ex16") as root:
         clean = play(os.path.join(root, "clean"), sources, requests,
-                     snapshots=os.path.join(root, "snapshots"), forks=forks())
+                     snapshots=os.path.join(root, "snapshots"))
         clean_judged = judge(observe(os.path.join(root, "clean"), requests, clean["runs"],
                                      clean["clock"]), requests)
         choose, points, starts = points, clean["points"], clean["phase_starts"]
@@ -663,7 +650,7 @@ def sweep(answers, seed, jobs=2, crash=True, stop_on=None, points=None) -> Grade
             folder = os.path.join(root, f"case-{index:03d}")
             try:
                 outcome = play(folder, sources, requests, kill_at=index,
-                               start=(first, clean["states"][first]), forks=forks())
+                               start=(first, clean["states"][first]))
                 window = points[index - 1][1] == "after_effect"
                 judged = judge(observe(folder, requests, outcome["runs"], outcome["clock"]),
                                requests, window)
