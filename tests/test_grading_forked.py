@@ -117,3 +117,24 @@ def _descendants(pid) -> list:
         found += children
         frontier += children
     return found
+
+
+def test_a_check_interrupted_mid_request_leaves_the_next_one_answered_right(tmp_path):
+    """Ctrl-C in a kernel while a child runs: the check stops; its parent, which would
+    answer that request late, to the next one, is not used again."""
+    import threading
+    import pytest
+    write_module(tmp_path, ANSWER)
+    flag = tmp_path / "started"
+
+    def interrupt_once_started():
+        _until(flag.exists, "the child to start")
+        os.kill(os.getpid(), signal.SIGINT)          # what Ctrl-C sends
+
+    threading.Thread(target=interrupt_once_started, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        run_fresh(tmp_path, "sleep", str(tmp_path), str(flag), timeout=600)
+    began = time.monotonic()
+    again = run_fresh(tmp_path, "who", str(tmp_path))
+    assert again.finished and again.result["calls"] == 1, again.error
+    assert time.monotonic() - began < 60

@@ -30,6 +30,7 @@ down a pipe whose end it sees. Its children are SIGKILLed by the system when it 
 import json
 import os
 import select
+import signal
 import subprocess
 import sys
 import threading
@@ -101,11 +102,13 @@ class _Pool:
             _ALL.append(parent)
         return parent
 
-    def give_back(self, parent, folder):
+    def give_back(self, parent, folder, reusable=True):
         with _LOCK:
             self.last[folder] = parent
-            if parent.alive():
+            if reusable and parent.alive():
                 self.idle.append(parent)
+                return
+        parent.close()
 
 
 _LOCK = threading.Lock()
@@ -131,7 +134,9 @@ def run(folder, spec: dict, *, env: dict, path: list, timeout: float, preload=()
         try:
             status = parent.ask(request)
         finally:
-            pool.give_back(parent, folder)
+            # one interrupted mid-request (Ctrl-C in a kernel) would answer it late, to the
+            # next request: it is ended, not reused
+            pool.give_back(parent, folder, reusable=status is not None)
         if status is not None:
             break
     if status is None:
@@ -166,6 +171,9 @@ def serve():
     """A parent's life: import the preload (argv), then fork one child a request line on
     stdin and answer {"status": ...} on stdout, until stdin ends."""
     sys.dont_write_bytecode = True       # the answer's folder gets no __pycache__
+    # Ctrl-C in a kernel reaches its whole process group: it is for the check (which then
+    # ends this parent), and for the answer's code running in a child, not for the parent.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     for name in sys.argv[1:]:
         __import__(name)
     from . import child
@@ -184,16 +192,19 @@ def serve():
         request = json.loads(line)
         pid = os.fork()
         if pid == 0:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
             sys.path[:] = [request["folder"], *request["path"], *base]
             child.run_in_fork(request)   # never returns: the child exits
-        status = _wait(pid, request["timeout"])
+        status, more = _wait(pid, request["timeout"])
+        pending += more
         os.write(1, json.dumps({"status": status}).encode() + b"\n")
 
 
 def _wait(pid, timeout):
-    """The child's exit status, or "timeout" (it is SIGKILLed then). If this parent's
-    stdin ends meanwhile, the process that asked has gone: the child is killed and the
-    parent ends."""
+    """(The child's exit status or "timeout", what came on stdin meanwhile.) A child past
+    its time is SIGKILLed. If this parent's stdin ends meanwhile, the process that asked has
+    gone: the child is killed and the parent ends."""
+    came = b""
     deadline = time.monotonic() + timeout
     try:
         watch = os.pidfd_open(pid)       # Linux: readable when the child ends
@@ -203,16 +214,20 @@ def _wait(pid, timeout):
         while True:
             done, status = os.waitpid(pid, os.WNOHANG)
             if done:
-                return -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+                return (-os.WTERMSIG(status) if os.WIFSIGNALED(status)
+                        else os.WEXITSTATUS(status)), came
             left = deadline - time.monotonic()
             if left <= 0:
                 _kill(pid)
-                return "timeout"
+                return "timeout", came
             fds = [0] if watch is None else [0, watch]
             ready, _, _ = select.select(fds, [], [], left if watch is not None else min(left, 0.005))
-            if 0 in ready:               # requests come one at a time: this is the end
-                _kill(pid)
-                os._exit(0)
+            if 0 in ready:
+                chunk = os.read(0, 65536)
+                if not chunk:            # the end: nobody will read this child's result
+                    _kill(pid)
+                    os._exit(0)
+                came += chunk
     finally:
         if watch is not None:
             os.close(watch)
