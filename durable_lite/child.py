@@ -2,7 +2,9 @@
 
 A crash test that only raises an exception keeps the process: its memory, its open files,
 its `finally` blocks. A real worker dies with nothing of that. `run_in_child` starts a new
-Python process that imports the workflow's module (so the workflow is registered there),
+Python process (forked from a Python that has imported only the package, fresh.py, so it
+costs milliseconds, not an interpreter's start) that imports the workflow's module (so the
+workflow is registered there),
 starts or resumes one run on a SQLite store, and reports the run as one JSON line. With
 `crash_at=CrashAt(..., kill=True)` the child sends itself SIGKILL at that point and reports
 nothing; the next `run_in_child(..., resume=True)` is the fresh process that carries on.
@@ -12,9 +14,8 @@ nothing; the next `run_in_child(..., resume=True)` is the fresh process that car
     killed.killed                      # True: no report, no cleanup
     run_in_child("runs.db", "durable_lite.examples", "refund", run_id="r-1", resume=True).run
 
-A child dies with the process that started it: on Linux it asks the system for SIGKILL
-when its parent ends (PR_SET_PDEATHSIG), so a notebook kernel killed while a child runs
-(a workflow stuck in a loop, say) leaves no child running on.
+A child dies with the process that started it (fresh.py): a notebook kernel killed while a
+child runs (a workflow stuck in a loop, say) leaves no child running on.
 
 This module sits above the engine; `durable_lite.faults` (which the engine imports) only
 names it, so the package has no import cycle.
@@ -23,8 +24,6 @@ names it, so the package has no import cycle.
 import json
 import os
 import signal
-import subprocess
-import sys
 import threading
 from dataclasses import dataclass
 from typing import Optional
@@ -43,7 +42,7 @@ class ChildOutcome:
         return self.returncode == -signal.SIGKILL
 
 
-# Children still running (process -> the group that started it), so a caller that is
+# Children still running (pid -> the group that started it), so a caller that is
 # interrupted can leave none behind. A thread joins a group with `child_group(token)`.
 _live = {}
 _live_lock = threading.Lock()
@@ -69,58 +68,61 @@ def run_in_child(store_path, workflow_module: str, workflow_name: str, *args,
     runner from the top; `resume` is then ignored). A child still running after `timeout`
     seconds is killed and TimeoutError raised.
     """
+    from . import fresh
     spec = {"store": os.fspath(store_path), "module": workflow_module, "workflow": workflow_name,
             "args": list(args), "kwargs": kwargs, "run_id": run_id, "resume": resume,
-            "options": dict(engine_options or {}), "parent": os.getpid(),
+            "options": dict(engine_options or {}),
             "crash_at": None if crash_at is None else
             {"step": crash_at.step, "when": crash_at.when, "occurrence": crash_at.occurrence}}
     env = dict(os.environ)
     env["PYTHONDONTWRITEBYTECODE"] = "1"      # leave no __pycache__ behind in a learner's folder
+    path = [*map(os.fspath, python_path),
+            *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]]
     if python_path:
-        env["PYTHONPATH"] = os.pathsep.join([*map(os.fspath, python_path), env.get("PYTHONPATH", "")])
-    # Import the module by its package name rather than running it with -m: as __main__ it
-    # would be a second copy whose CrashAt is not the class the engine checks against.
-    child = "import sys; from durable_lite.child import _child_main; _child_main(sys.argv[1])"
-    proc = subprocess.Popen([sys.executable, "-c", child, json.dumps(spec)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)
-    with _live_lock:
-        _live[proc] = getattr(_group, "token", None)
+        env["PYTHONPATH"] = os.pathsep.join(path)
+    token, pids = getattr(_group, "token", None), []
+
+    def started(pid):
+        with _live_lock:
+            _live[pid] = token
+        pids.append(pid)
+
     try:
-        stdout, stderr = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
-        raise TimeoutError(f"the child process for run {run_id!r} did not finish within "
-                           f"{timeout} s, so it was killed") from None
-    except BaseException:                     # interrupted: take the child down with us
-        proc.kill()
-        proc.communicate()
-        raise
+        status, stdout, stderr = fresh.run(f"{__name__}:_child_main", spec,
+                                           key=os.fspath(store_path), folder=os.getcwd(),
+                                           env=env, path=path, timeout=timeout, started=started)
     finally:
         with _live_lock:
-            _live.pop(proc, None)
+            for pid in pids:
+                _live.pop(pid, None)
+    if status == "timeout":
+        raise TimeoutError(f"the child process for run {run_id!r} did not finish within "
+                           f"{timeout} s, so it was killed")
     report = None
     for line in stdout.splitlines():
         if line.startswith("RUN "):
             report = json.loads(line[4:])
-    if proc.returncode not in (0, -signal.SIGKILL):
-        raise RuntimeError(f"child process for run {run_id!r} failed (exit {proc.returncode}):\n"
+    if status not in (0, -signal.SIGKILL):
+        raise RuntimeError(f"child process for run {run_id!r} failed (exit {status}):\n"
                            f"{stderr[-2000:]}")
-    return ChildOutcome(proc.returncode, report, stdout)
+    return ChildOutcome(status, report, stdout)
 
 
 def kill_children(token=None) -> int:
     """SIGKILL the child processes `run_in_child` still waits for: those of group `token`,
     or every one with no token. Returns how many."""
     with _live_lock:
-        procs = [p for p, group in _live.items() if token is None or group == token]
-    for proc in procs:
-        if proc.poll() is None:
-            proc.kill()
-    return len(procs)
+        pids = [p for p, group in _live.items() if token is None or group == token]
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:       # it ended meanwhile
+            pass
+    return len(pids)
 
 
-def _child_main(spec_json: str):
+def _child_main(spec: dict):
+    """(In the fresh process.) Start or resume the run the spec names; print its report."""
     import importlib
 
     from .clock import FakeClock, SequentialIds
@@ -129,9 +131,6 @@ def _child_main(spec_json: str):
     from .store import SQLiteStore
     from .workflow import latest
 
-    spec = json.loads(spec_json)
-    if spec.get("parent"):
-        _die_with_parent(spec["parent"])
     options = spec.get("options", {})
     importlib.import_module(spec["module"])
     crash = spec["crash_at"]
@@ -165,22 +164,3 @@ def _child_main(spec_json: str):
     if clock is not None:
         report["clock"] = clock.t
     print("RUN " + json.dumps(report))
-
-
-def _die_with_parent(parent: int) -> None:
-    """Linux: SIGKILL this process when the thread that started it ends. That thread waits
-    in run_in_child until the child ends, so only the end of the whole parent fires it.
-    Elsewhere (or without prctl) nothing: run_in_child's own timeout still applies."""
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        import ctypes
-        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))   # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        return
-    if os.getppid() != parent:               # the parent ended before we asked: go now
-        os._exit(1)
-
-
-if __name__ == "__main__":
-    _child_main(sys.argv[1])

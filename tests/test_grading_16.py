@@ -56,7 +56,7 @@ WRONG = {
          'run_id=f"research-{request[\'id\']}"',
          'run_id=f"research-{request[\'id\']}-{uuid.uuid4().hex[:6]}"', CLEAN_ONLY),
         # the same in two forks of one Python, different in two new interpreters: a worker
-        # started again after a kill must be a new interpreter's (grading/forked.py)
+        # started again after a kill must be a new interpreter's (durable_lite/fresh.py)
         ("the report email's key is salted with str's hash seed",
          'idempotency_key=ctx.idempotency_key("email", rid))',
          'idempotency_key=f"email-{rid}-{hash(\'salt\')}")',

@@ -18,7 +18,7 @@ SALTED_AT_IMPORT = {
     "the clock read at import": ("import time\nSTARTED = int(time.time())\n", "STARTED"),
     "the address of a module": ("import hashlib as _h\nPROCESS_TAG = id(_h)\n", "PROCESS_TAG"),
     # Two forks of one Python share these, two new interpreters do not: a restart must
-    # cross to another interpreter (grading/forked.py), or a kill and its resume agree.
+    # cross to another interpreter (durable_lite/fresh.py), or a kill and its resume agree.
     "str's hash seed": ('SALT = hash("orders")\n', "SALT"),
     "the address of an object made at import": ("TOKEN = id(object())\n", "TOKEN"),
 }

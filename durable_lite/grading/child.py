@@ -2,7 +2,8 @@
 
 The parent (a check, in the notebook's kernel) writes the learner's code to a module with
 `portable.module_source`, then calls `run_fresh(...)`. The child, a new process forked from
-a Python that has imported only the course's package (forked.py), imports that module,
+a Python that has imported only the course's package (durable_lite/fresh.py: a restart in
+the same folder comes from another such Python, with its own hash seed), imports that module,
 wraps the named step functions so each call is logged ("start lookup", "end lookup") and
 so it can kill itself just before or just after one of them — the moments a deploy or an
 out-of-memory kill would pick — then calls the function and reports its JSON result.
@@ -23,6 +24,10 @@ from typing import Any, List, Optional
 import durable_lite
 
 MODULE = "learner_code"
+# What the Python the fresh processes are forked from imports ahead: the package, the
+# course's examples (imported before the answer, see _main) and the checks (which describe
+# a failure).
+PRELOAD = ("durable_lite", "durable_lite.examples", "durable_lite.grading.checks")
 _PACKAGE_PARENT = str(Path(durable_lite.__file__).resolve().parent.parent)
 
 
@@ -55,9 +60,9 @@ def run_fresh(folder, call: str, *args, wrap=(), kill=None, log=None, timeout: f
     kill: (name, "before" | "after") — SIGKILL the child there.
     log:  the file to append "start NAME" / "end NAME" lines to (shared across runs).
     env:  more environment variables for it (PYTHONPATH adds to its import path, as for a
-          new interpreter). preload: modules its parent imports ahead (forked.py).
+          new interpreter). preload: more modules its parent imports ahead (fresh.py).
     """
-    from . import forked
+    from .. import fresh
     log = os.fspath(log or Path(folder, "steps.log"))
     spec = {"dir": os.fspath(folder), "call": call, "args": list(args), "wrap": list(wrap),
             "kill": list(kill) if kill else None, "log": log}
@@ -65,8 +70,9 @@ def run_fresh(folder, call: str, *args, wrap=(), kill=None, log=None, timeout: f
     path = [_PACKAGE_PARENT, *_added_to_sys_path(),
             *[p for p in child_env.get("PYTHONPATH", "").split(os.pathsep) if p]]
     child_env["PYTHONPATH"] = os.pathsep.join([os.fspath(folder), *path])   # for its own children
-    status, out, err = forked.run(folder, spec, env=child_env, path=path, timeout=timeout,
-                                  preload=preload)
+    status, out, err = fresh.run(f"{__name__}:_main", spec, key=os.fspath(folder), folder=folder,
+                                 env=child_env, path=path, timeout=timeout,
+                                 preload=PRELOAD + tuple(preload))
     if status == "timeout":
         return ChildRun(returncode=-1, error=f"the fresh process did not finish within {timeout:.0f} s",
                         log=read_log(log))
@@ -124,43 +130,8 @@ def _wrapper(name, real, log, kill):
     return step_function
 
 
-def run_in_fork(request) -> None:
-    """(In a child just forked by forked.serve.) Become the fresh process `request` asks for,
-    run `_main`, and exit. Never returns.
-
-    It exits as a Python that reached its end does, as far as anything outside it can see:
-    its exit handlers (atexit) run and its output is flushed. The interpreter's teardown,
-    which frees every object one by one, is skipped: in a fork it copies nearly every page
-    the child shares with its parent (half of a short child's CPU), and nothing recorded
-    depends on it, since a store commits each record before going on, as a SIGKILL proves."""
-    _die_with_parent()
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    for fd, path in ((1, request["out"]), (2, request["err"])):
-        os.dup2(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), fd)
-    os.chdir(request["folder"])
-    os.environ.clear()
-    os.environ.update(request["env"])
-    code = 0
-    try:
-        _main(request["spec"])
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    import atexit
-    atexit._run_exitfuncs()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
-
-
-def _die_with_parent():
-    """SIGKILL from the system if the parent that forked this process ends (Linux)."""
-    if sys.platform.startswith("linux"):
-        import ctypes
-        ctypes.CDLL(None).prctl(1, int(signal.SIGKILL), 0, 0, 0)     # 1 = PR_SET_PDEATHSIG
-
-
 def _main(spec):
+    """(In the fresh process.) Import the answer's module, wrap the steps, call, report."""
     import importlib
 
     try:

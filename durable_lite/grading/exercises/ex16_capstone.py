@@ -33,7 +33,7 @@ nobody answers before its deadline (B3).
 Every phase is a new Python process that runs the answer's cells again
 (`portable.module_source`; phase 1's module holds no `research_v2`: it is not deployed
 yet). The processes are forked from Pythons that have imported only the course's package
-(`child.run_fresh`, forked.py), so each imports the answer afresh and none inherits another's
+(`child.run_fresh`, durable_lite/fresh.py), so each imports the answer afresh and none inherits another's
 memory; a worker started again after a kill comes from another of them (a new hash seed).
 First the scenario is played without a crash, noting every crash point the worker
 processes pass, in order. Then, for each of those points, the scenario is played again in

@@ -1,4 +1,4 @@
-"""The fresh processes of the checks (grading/forked.py): forked from Pythons that imported
+"""The fresh processes of the checks (durable_lite/fresh.py): forked from Pythons that imported
 only the course's package, each a new process that runs the answer's code again; a restart
 in the same folder comes from another interpreter; nothing of theirs outlives the process
 that asked for them, and nothing of theirs is left in the answer's folder."""
@@ -24,6 +24,12 @@ ANSWER = textwrap.dedent("""
         CALLS.append(1)
         return {"pid": os.getpid(), "parent": os.getppid(), "tag": SEED_TAG,
                 "calls": len(CALLS), "cwd": os.getcwd()}
+
+    def shout(folder, megabytes):
+        line = "x" * 1023 + "\\n"
+        for _ in range(megabytes * 1024):
+            print(line, end="")
+        return "said"
 
     def sleep(folder, flag):
         open(flag, "w").close()
@@ -56,7 +62,7 @@ def test_each_call_is_a_new_process_and_a_restart_comes_from_another_interpreter
     assert all(os.path.samefile(s["cwd"], tmp_path) for s in seen)
     # one folder's processes alternate between parents: no two in a row share a hash seed
     assert all(a["parent"] != b["parent"] and a["tag"] != b["tag"] for a, b in zip(seen, seen[1:]))
-    assert not [n for n in os.listdir(tmp_path) if n.startswith(".fresh-")]   # outputs read, gone
+    assert set(os.listdir(tmp_path)) <= {"learner_code.py", "steps.log"}   # nothing of ours
 
 
 def test_a_child_past_its_time_limit_is_killed_and_said_so(tmp_path):
@@ -131,10 +137,31 @@ def test_a_check_interrupted_mid_request_leaves_the_next_one_answered_right(tmp_
         _until(flag.exists, "the child to start")
         os.kill(os.getpid(), signal.SIGINT)          # what Ctrl-C sends
 
-    threading.Thread(target=interrupt_once_started, daemon=True).start()
-    with pytest.raises(KeyboardInterrupt):
-        run_fresh(tmp_path, "sleep", str(tmp_path), str(flag), timeout=600)
+    # Python's own handler, as in a kernel (a test runner's worker may ignore SIGINT)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        threading.Thread(target=interrupt_once_started, daemon=True).start()
+        with pytest.raises(KeyboardInterrupt):
+            run_fresh(tmp_path, "sleep", str(tmp_path), str(flag), timeout=600)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     began = time.monotonic()
     again = run_fresh(tmp_path, "who", str(tmp_path))
     assert again.finished and again.result["calls"] == 1, again.error
     assert time.monotonic() - began < 60
+
+
+def test_an_answer_that_prints_a_flood_costs_only_the_last_part_of_it(tmp_path):
+    """An answer that prints 64 MB: what comes back is the end of it (where the result is),
+    at most fresh.OUTPUT_LIMIT bytes, and the result is read."""
+    from durable_lite import fresh
+    write_module(tmp_path, ANSWER)
+    run = run_fresh(tmp_path, "shout", str(tmp_path), 64, timeout=120)
+    assert run.finished and run.result == "said", run.error
+    status, out, err = fresh.run("durable_lite.grading.child:_main",
+                                 {"dir": str(tmp_path), "call": "shout", "args": [str(tmp_path), 64],
+                                  "wrap": [], "kill": None, "log": str(tmp_path / "steps.log")},
+                                 key=str(tmp_path), folder=tmp_path, env=dict(os.environ),
+                                 path=[str(tmp_path)], preload=())
+    assert status == 0 and len(out) <= fresh.OUTPUT_LIMIT < 64 * 2**20
+    assert out.endswith('RESULT "said"\n') and out.startswith("x")
