@@ -248,8 +248,10 @@ def left_running() -> list:
     children, theirs, and so on) and that still run: [(pid, "server" or "worker")]. A
     lesson's last cell prints it, so a lesson that leaves one behind fails its own check.
     A worker is forked from multiprocessing's fork server, so it carries the server's
-    command line; it is known by its name (worker.PROCESS_NAME)."""
-    from .worker import PROCESS_NAME
+    command line; it is known by its name (worker.PROCESS_NAME), or, in the moment before it
+    takes that name, as one this process started."""
+    from .worker import PROCESS_NAME, started_pids
+    ours = started_pids()
     parents, args, names = _processes()
     mine, found = {os.getpid()}, []
     for pid in sorted(parents, key=lambda p: _depth(p, parents)):
@@ -258,7 +260,7 @@ def left_running() -> list:
     for pid in sorted(mine - {os.getpid()}):
         if "server start-dev" in args[pid]:
             found.append((pid, "server"))
-        elif names.get(pid) == PROCESS_NAME:
+        elif names.get(pid) == PROCESS_NAME or pid in ours:
             found.append((pid, "worker"))
     return found
 

@@ -55,6 +55,7 @@ HURRY = "hurry"            # the file Worker.hurry writes: report now, ended or 
 # A worker's name for the system (Linux: /proc/PID/comm, `ps -o comm`). Forked from the fork
 # server, its command line is the server's, so this is how a worker is recognised.
 PROCESS_NAME = "dl-tworker"
+_started = set()           # pids of the workers this process started (it names itself a moment later)
 
 
 class HoldAt(CrashAt):
@@ -187,7 +188,14 @@ def start_worker(address, name, *, task_queue=TASK_QUEUE, start=(), wait_for=(),
     environment = {**os.environ, **(env or {})}
     process = _context().Process(target=_forked, args=(folder, environment),
                                  name=f"temporal-{name}")
-    return Worker(forked.start(process, guard), folder, name)
+    worker = Worker(forked.start(process, guard), folder, name)
+    _started.add(worker.process.pid)
+    return worker
+
+
+def started_pids() -> set:
+    """The pids of the workers this process has started (running or not)."""
+    return set(_started)
 
 
 def warm_up():
