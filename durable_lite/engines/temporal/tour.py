@@ -250,8 +250,8 @@ def left_running() -> list:
     A worker is forked from multiprocessing's fork server, so it carries the server's
     command line; it is known by its name (worker.PROCESS_NAME), or, in the moment before it
     takes that name, as one this process started."""
-    from .worker import PROCESS_NAME, started_pids
-    ours = started_pids()
+    from .worker import PROCESS_NAME, start_time, started
+    ours = started()
     parents, args, names = _processes()
     mine, found = {os.getpid()}, []
     for pid in sorted(parents, key=lambda p: _depth(p, parents)):
@@ -260,7 +260,8 @@ def left_running() -> list:
     for pid in sorted(mine - {os.getpid()}):
         if "server start-dev" in args[pid]:
             found.append((pid, "server"))
-        elif names.get(pid) == PROCESS_NAME or pid in ours:
+        elif names.get(pid) == PROCESS_NAME or (
+                pid in ours and ours[pid] is not None and ours[pid] == start_time(pid)):
             found.append((pid, "worker"))
     return found
 

@@ -55,7 +55,10 @@ HURRY = "hurry"            # the file Worker.hurry writes: report now, ended or 
 # A worker's name for the system (Linux: /proc/PID/comm, `ps -o comm`). Forked from the fork
 # server, its command line is the server's, so this is how a worker is recognised.
 PROCESS_NAME = "dl-tworker"
-_started = set()           # pids of the workers this process started (it names itself a moment later)
+# {pid: its start time} of the workers this process started (each names itself a moment
+# later). The start time tells a worker from a later process given the same pid: pids are
+# reused within minutes where many processes start (32,768 of them, then from 300 again).
+_started = {}
 
 
 class HoldAt(CrashAt):
@@ -189,13 +192,22 @@ def start_worker(address, name, *, task_queue=TASK_QUEUE, start=(), wait_for=(),
     process = _context().Process(target=_forked, args=(folder, environment),
                                  name=f"temporal-{name}")
     worker = Worker(forked.start(process, guard), folder, name)
-    _started.add(worker.process.pid)
+    _started[worker.process.pid] = start_time(worker.process.pid)
     return worker
 
 
-def started_pids() -> set:
-    """The pids of the workers this process has started (running or not)."""
-    return set(_started)
+def started() -> dict:
+    """{pid: start time} of the workers this process has started (running or not)."""
+    return dict(_started)
+
+
+def start_time(pid):
+    """When process `pid` started, in clock ticks since boot (Linux), or None."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return int(f.read().rpartition(b")")[2].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def warm_up():
