@@ -210,14 +210,6 @@ def start_time(pid):
         return None
 
 
-def warm_up():
-    """Start the fork server now (it imports the SDK once), so the first worker does not
-    wait for it. Optional: start_worker does it when needed."""
-    _context()
-    from multiprocessing import forkserver
-    forkserver.ensure_running()
-
-
 @functools.lru_cache(maxsize=None)
 def _context():
     return forked.context(f"{__package__}.preload")     # the SDK imported once, in the server
