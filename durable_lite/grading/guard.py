@@ -65,6 +65,10 @@ INERT_FOLDERS = ("tests", "test")
 # Another process compiling a module while a notebook runs (the grader, a kernel beside it)
 # leaves such a file for an instant; no Python ever loads one, so it is not watched.
 CACHE_IN_FLIGHT = re.compile(r"\.pyc\.\d+$")
+# What every guard of this process last read of each folder it walked (see `scan`): a folder
+# whose own signature has not moved is not listed again, so a guard made for the next
+# notebook reads its 12,000-odd folders' entries from here instead of from the disk.
+_LISTINGS = {}
 
 
 class Guard:
@@ -76,7 +80,7 @@ class Guard:
         self.saved = {p: _read(p) for p in self._kept()}
         self.bytecode = bytecode.folder()
         self.import_roots = _import_roots()
-        self.listings = {}
+        self.listings = _LISTINGS
         self.stats = scan(self.import_roots + [("whole", self.bytecode)], self.listings)
         self.spoiled = []          # changed files it could not put back
 
