@@ -18,8 +18,8 @@ import pytest
 
 from hub_notebooks import EXERCISE, QUESTION, answer_cell, check_cell, write_answer
 from hub_support import running_hub
-from jupyter_driver import (_COMMAND_JS, _KERNEL_IDLE_JS, _SETTLED_JS, _TRACKER_JS, TIMEOUT_MS,
-                            expect, launched_chromium)
+from jupyter_driver import (_COMMAND_JS, _KERNEL_IDLE_JS, _OPEN_TAB_JS, _SETTLED_JS, _TRACKER_JS,
+                            TIMEOUT_MS, expect, launched_chromium)
 
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not sys.platform.startswith("linux"), reason="make hub is for Linux")]
@@ -87,7 +87,9 @@ def test_two_learners_and_the_class_view(hub, browser):
     for name, right in (("ana", True), ("bob", False)):
         notebook = write_answer(hub.hub_folder / "users" / name / "my_work", right)
         page = learners[name]
-        page.goto(f"{hub.base}/user/{name}/lab/tree/my_work/{notebook.name}?reset")
+        # opened from the learner's JupyterLab, as a double click in its file browser does
+        # (no second load of the page: JupyterLab's load costs a browser more than the check)
+        page.evaluate(_OPEN_TAB_JS, f"my_work/{notebook.name}")
         page.wait_for_function(
             "p => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;"
             " return Boolean(w && w.context && w.context.path === p); }",

@@ -6,6 +6,10 @@ error, nothing raised by a widget callback (JupyterLab shows those only as a bad
 Log Console). Then the widget's main controls are clicked and the test reads what the page
 shows, never the kernel's variables.
 
+Two lessons are looked at more closely in the same Run All (widget_details.py): lesson
+13's decision table before any of its buttons is clicked, and the first crash lab's mode
+buttons after it has been driven, each at 1400 and then 1100 px.
+
 The widgets' parts are found by the stable CSS classes the lab gives them (`dl-run`,
 `dl-counters`, `dl-slider-p`, `dl-approve`, ...), not by their wording; what is asserted is
 what a learner reads there: the numbers and the words.
@@ -18,9 +22,13 @@ import re
 import pytest
 
 from jupyter_driver import button, expect
+from widget_details import DECISION_TABLE, calls, check_the_decision_table, check_the_mode_buttons
 from widget_lessons import KNOWN_WIDGETS, OTHER, widget_lessons
 
 LESSONS = widget_lessons()
+# where the close looks happen: the lesson that shows the decision table, the first crash lab
+TABLE_LESSON = next((lesson for lesson in LESSONS if calls(lesson, DECISION_TABLE)), None)
+MODES_LESSON = next((lesson for lesson in LESSONS if "CrashLab" in lesson.kinds), None)
 
 CASES = [pytest.param(lesson, kind, id=f"{lesson.name}-{kind.replace(' ', '-')}")
          for lesson in LESSONS for kind in lesson.kinds]
@@ -33,6 +41,8 @@ def test_the_lessons_show_every_widget_of_the_lab():
     """The scan finds the course's widgets (a broken scan must not test nothing)."""
     shown = {kind for lesson in LESSONS for kind in lesson.kinds}
     assert set(KNOWN_WIDGETS) <= shown, f"no lesson shows {sorted(set(KNOWN_WIDGETS) - shown)}"
+    assert TABLE_LESSON is not None and OTHER in TABLE_LESSON.kinds, "no lesson shows the decision table"
+    assert MODES_LESSON is not None
 
 
 @pytest.mark.browser
@@ -44,8 +54,12 @@ def test_after_run_all_the_widget_shows_and_answers_clicks(open_lesson, keep_scr
     shown = notebook.widget_outputs(exclude=KNOWN_WIDGETS) if kind == OTHER else notebook.widget_outputs(kind)
     notebook.focus = shown[0] if shown else None
     keep_screenshot(notebook, "after-run-all")
+    if kind == OTHER and lesson == TABLE_LESSON:
+        check_the_decision_table(notebook, keep_screenshot)     # before any button is clicked
     DRIVERS[kind](notebook, keep_screenshot)
     notebook.assert_no_problems(f"after using the {kind}")
+    if kind == "CrashLab" and lesson == MODES_LESSON:
+        check_the_mode_buttons(notebook, keep_screenshot)
 
 
 @pytest.mark.browser

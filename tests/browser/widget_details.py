@@ -1,4 +1,5 @@
-"""What only a browser can see: colours as drawn, labels cut, columns that drift.
+"""What only a browser can see: colours as drawn, labels cut, columns that drift. Checked
+in the lessons' own Run All (test_widgets_in_browser.py), where most of the cost is.
 
 - Lesson 13's decision table: after Check every chosen answer is filled green or red at
   once (not one Check late), the key appears only then, and in a window 1400 px wide, then
@@ -6,32 +7,24 @@
   marks in columns.
 - The crash lab: every mode button shows its whole label and the selected one its check
   mark, at 1400 and at 1100 px; the result beside each bar is as large as the panel's text.
-
-Each test runs its lesson once and narrows the same window: a Run All is most of the cost.
 """
 
 import re
 
-import pytest
-
 from durable_lite import costs
 from jupyter_driver import expect
-from widget_lessons import widget_lessons
+from widget_lessons import code_cells
 
-LESSONS = widget_lessons()
 WIDTHS = (1400, 1100)     # pixels; JupyterLab's file browser is open in both, as it starts
+DECISION_TABLE = "DecisionTable("
 
 GREEN, RED = "rgb(30, 132, 73)", "rgb(192, 57, 43)"     # the table's #1e8449 and #c0392b
 KEY = {w.name: costs.reasons(w) for w in costs.EXAMPLES}
 
 
-def lesson_showing(kind_call: str):
-    """The first lesson with a code cell calling `kind_call` (e.g. "DecisionTable(")."""
-    from widget_lessons import code_cells
-    for lesson in LESSONS:
-        if any(kind_call in source for _, source in code_cells(lesson.path)):
-            return lesson
-    pytest.fail(f"no lesson calls {kind_call}")
+def calls(lesson, name_call: str) -> bool:
+    """Whether a code cell of the lesson calls `name_call` (e.g. "DecisionTable(")."""
+    return any(name_call in source for _, source in code_cells(lesson.path))
 
 
 def background(locator) -> str:
@@ -48,12 +41,9 @@ def resize(notebook, width: int) -> None:
     notebook.settle()
 
 
-@pytest.mark.browser
-def test_the_decision_table_colours_each_check_at_once_and_keeps_its_columns(
-        open_lesson, keep_screenshot):
-    lesson = lesson_showing("DecisionTable(")
-    notebook = open_lesson(lesson.path, width=WIDTHS[0]).run_all()
-    notebook.assert_no_problems("after Run All")
+def check_the_decision_table(notebook, keep_screenshot) -> None:
+    """On a lesson just run in a window WIDTHS[0] wide, before any of its buttons is
+    clicked: Check with nothing answered, then the whole table at each width."""
     table = notebook.page.locator(".dl-decision-table").first
     notebook.focus = table
     expect(table.locator(".dl-key")).to_have_text("")                # no key before a check
@@ -66,7 +56,7 @@ def test_the_decision_table_colours_each_check_at_once_and_keeps_its_columns(
         resize(notebook, width)
         table.scroll_into_view_if_needed()
         _check_the_table(notebook, table, width, keep_screenshot)
-    notebook.assert_no_problems("after checking the table")
+    notebook.assert_no_problems("after checking the decision table")
 
 
 def _check_the_table(notebook, table, width, keep_screenshot) -> None:
@@ -119,12 +109,8 @@ def _check_the_table(notebook, table, width, keep_screenshot) -> None:
     expect(table.locator(".dl-status")).to_have_text("all 15 cells right")
 
 
-@pytest.mark.browser
-def test_the_crash_labs_mode_buttons_show_their_whole_label_and_check_mark(
-        open_lesson, keep_screenshot):
-    lesson = next(l for l in LESSONS if "CrashLab" in l.kinds)
-    notebook = open_lesson(lesson.path, width=WIDTHS[0]).run_all()
-    notebook.assert_no_problems("after Run All")
+def check_the_mode_buttons(notebook, keep_screenshot) -> None:
+    """Every crash lab of the lesson: each mode selected in turn, at each width."""
     labs = notebook.widget_outputs("CrashLab")
     for width in WIDTHS:                  # one Run All, then the same labs narrower
         resize(notebook, width)
