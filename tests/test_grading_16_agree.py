@@ -4,8 +4,8 @@ case that breaks `prop`, and its verdict and first failure are that property's i
 The grade here is the check itself (`check("q1", ...)`'s code path).
 
 Where a property holds, the stop never comes and the self-check is the grade's sweep
-itself: the solution's properties are held at every crash point in test_grading_16_right.py,
-which also self-checks a right answer (a retried draft) that once failed there. What can
+itself: the solution notebook, graded by it, scores full marks in
+test_grading_every_notebook.py, and test_grading_16_right.py self-checks a right answer (a retried draft) that once failed there. What can
 tell the two apart is a stop, so the pairs here are broken ones: one broken with no crash,
 one only after a crash. Each costs a whole sweep (the grade's), so there are two.
 """
