@@ -30,9 +30,11 @@ $(STAMP): pyproject.toml constraints.txt
 # The package's and the tests' compiled bytecode, brought up to date (quick when it is). Where
 # PYTHONDONTWRITEBYTECODE is set, Python never writes it, and every one of the thousands of
 # processes the lessons, the grader and the tests start would compile the package again:
-# about 30 ms each.
+# about 30 ms each. The test modules as pytest runs them too (their asserts rewritten):
+# otherwise each of make test's workers rewrites them all as it collects.
 bytecode: $(STAMP)
 	@$(BIN)/python -m compileall -q durable_lite tests > /dev/null
+	@$(BIN)/python tests/tools/rewrite_tests.py
 
 # Copies the exercises and the crash playground you do not have yet into my_work/ (never
 # overwriting yours), starts JupyterLab on 127.0.0.1 with a fresh token and the lessons in

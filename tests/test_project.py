@@ -175,6 +175,30 @@ def test_the_makefile_installs_with_the_pins_and_can_refresh_them():
     assert "make lock" in read("constraints.txt")[:600]
 
 
+def test_the_test_modules_rewritten_ahead_are_what_pytest_loads_until_their_source_changes(tmp_path):
+    """`make bytecode` writes pytest's caches of the test modules (tests/tools/rewrite_tests.py):
+    pytest must load them as its own, and must not load one whose module has changed."""
+    import importlib.util
+
+    from _pytest.assertion import rewrite
+    spec = importlib.util.spec_from_file_location(
+        "rewrite_tests", os.path.join(ROOT, "tests", "tools", "rewrite_tests.py"))
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    assert os.path.join(ROOT, "tests", "test_project.py") in map(str, tool.test_modules())
+    module = tmp_path / "test_sample.py"
+    module.write_text("def test_sum():\n    total = 1 + 1\n    assert total == 3\n")
+    assert tool.write_cache(module) is True and tool.write_cache(module) is False  # then up to date
+    loaded = rewrite._read_pyc(module, tool.cache_of(module))
+    assert loaded is not None and loaded.co_consts == rewrite._rewrite_test(module, None)[1].co_consts
+    namespace = {}
+    exec(loaded, namespace)
+    with pytest.raises(AssertionError, match="assert 2 == 3"):      # its asserts rewritten
+        namespace["test_sum"]()
+    module.write_text(module.read_text().replace("3", "2"))
+    assert rewrite._read_pyc(module, tool.cache_of(module)) is None      # stale: not loaded
+
+
 def test_the_lock_merges_per_python_answers_into_markers():
     import importlib.util
     spec = importlib.util.spec_from_file_location("lock", os.path.join(ROOT, "tests", "tools", "lock.py"))
