@@ -83,9 +83,11 @@ try:
 except ImportError:
     dbos_worker = None
 
+# A test starts DBOS workers and waits for real deadlines: on a busy machine (a class graded
+# beside a running JupyterLab) one took more than the grader's usual 20 s with an honest port.
 EXERCISE = Exercise("14_port_to_dbos", "Port a workflow to DBOS",
                     lesson="notebooks/14_graduating_to_a_real_engine.ipynb",
-                    requires=lambda: available())
+                    requires=lambda: available(), test_time_limit=60)
 
 ORIGINAL = subscriptions.__name__
 CANCEL, PAUSE = "ex14-cancel-subscription", "ex14-pause-subscription"   # registered names
@@ -484,8 +486,9 @@ LONG_DEADLINES = (4.3, 5.0)   # seconds on DBOS): no one constant lasts both, as
 EARLY, LATE = 0.25, 2.0       # a wait may be EARLY shorter or LATE longer than its deadline
 LATE_ANSWER = (1.8, 2.4)      # the late-answer test answers this long after the wait began,
 LATE_DEADLINE = (5.0, 6.5)    # within a deadline drawn from here
-PATIENCE = 12.0               # how long the grader waits for a port's run to end, from
-                              # the answer (or, unanswered, from the run's first sight)
+PATIENCE = 20.0               # how long the grader waits for a port's run to end, from
+                              # the answer (or, unanswered, from the run's first sight):
+                              # 12 s once failed an honest port on a machine at load 6
 BACKSTOP = 30.0               # more seconds for a worker that does not report when asked
 
 
