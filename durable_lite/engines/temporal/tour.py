@@ -249,8 +249,10 @@ def left_running() -> list:
     lesson's last cell prints it, so a lesson that leaves one behind fails its own check.
     A worker is forked from multiprocessing's fork server, so it carries the server's
     command line; it is known by its name (worker.PROCESS_NAME), or, in the moment before it
-    takes that name, as one this process started."""
-    from .worker import PROCESS_NAME, start_time, started
+    takes that name, as one this process started. A killed one its parent has not reaped
+    yet (a zombie) no longer runs."""
+    from ..processes import watchdog
+    from .worker import PROCESS_NAME, started
     ours = started()
     parents, args, names = _processes()
     mine, found = {os.getpid()}, []
@@ -258,10 +260,12 @@ def left_running() -> list:
         if parents[pid] in mine:
             mine.add(pid)
     for pid in sorted(mine - {os.getpid()}):
+        if not watchdog.alive(pid):
+            continue
         if "server start-dev" in args[pid]:
             found.append((pid, "server"))
         elif names.get(pid) == PROCESS_NAME or (
-                pid in ours and ours[pid] is not None and ours[pid] == start_time(pid)):
+                ours.get(pid) is not None and ours[pid] == watchdog.started(pid)):
             found.append((pid, "worker"))
     return found
 

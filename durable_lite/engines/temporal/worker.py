@@ -192,22 +192,13 @@ def start_worker(address, name, *, task_queue=TASK_QUEUE, start=(), wait_for=(),
     process = _context().Process(target=_forked, args=(folder, environment),
                                  name=f"temporal-{name}")
     worker = Worker(forked.start(process, guard), folder, name)
-    _started[worker.process.pid] = start_time(worker.process.pid)
+    _started[worker.process.pid] = watchdog.started(worker.process.pid)
     return worker
 
 
 def started() -> dict:
     """{pid: start time} of the workers this process has started (running or not)."""
     return dict(_started)
-
-
-def start_time(pid):
-    """When process `pid` started, in clock ticks since boot (Linux), or None."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return int(f.read().rpartition(b")")[2].split()[19])
-    except (OSError, IndexError, ValueError):
-        return None
 
 
 @functools.lru_cache(maxsize=None)
