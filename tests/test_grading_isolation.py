@@ -102,14 +102,14 @@ def test_a_grading_kernel_runs_without_a_debugger_and_with_the_notebook_folder_o
     kernel = None
     try:
         kernel = isolation.Kernel.start(sandbox, startup_timeout=120)
-        outputs = []
+        kept = isolation.KeptOutputs()
         reply = kernel.execute(
             "import sys\nfrom ipykernel import debugger\nimport beside_the_notebook\n"
             "print(sys.modules.get('debugpy', 'absent'), debugger._is_debugpy_available,\n"
             "      '_pydevd_bundle' in sys.modules, beside_the_notebook.ANSWER)",
-            timeout=120, outputs=outputs)
-        assert reply["status"] == "ok", outputs
-        assert [o["text"] for o in outputs] == ["None False False 42\n"]
+            timeout=120, outputs=kept)
+        assert reply["status"] == "ok", kept.outputs
+        assert [o["text"] for o in kept.outputs] == ["None False False 42\n"]
     finally:
         if kernel is not None:
             kernel.stop()

@@ -42,21 +42,6 @@ from .exercises import discover
 
 EXERCISES = discover()
 
-# The checks' machinery is imported when first used, not with the package: the grader's
-# small processes (a fresh answer process, the reaper, a kernel's launcher) import modules
-# of this package by the thousand in a class's grading, and most never need it.
-_FROM_CHECKS = ("Checker", "Exercise", "Fail", "NotAttempted", "QuestionResult", "run_question")
-
-
-def __getattr__(name):
-    if name in _FROM_CHECKS:
-        from . import checks
-        return getattr(checks, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-_current = None
-
-
 def exercise(exercise_id: str):
     """The questions and tests of one exercise (a checks.Exercise)."""
     if exercise_id not in EXERCISES:
@@ -68,19 +53,8 @@ def exercise(exercise_id: str):
 
 def checker(exercise_id: str):
     """The `check` function for one exercise notebook (a checks.Checker)."""
-    from .checks import Checker
-    global _current
-    _current = Checker(exercise(exercise_id))
-    return _current
+    from .checks import Checker             # the machinery only when a notebook asks
+    return Checker(exercise(exercise_id))
 
 
-def check(question: str, *answers, seed=None) -> None:
-    """Check an answer of the exercise most recently opened with `checker(...)`."""
-    if _current is None:
-        print('Run `check = checker("NN_name")` (the first code cell of the exercise) first.')
-        return None
-    return _current(question, *answers, seed=seed)
-
-
-__all__ = ["EXERCISES", "Checker", "Exercise", "Fail", "NotAttempted", "QuestionResult", "check",
-           "checker", "exercise", "run_question"]
+__all__ = ["EXERCISES", "checker", "exercise"]

@@ -42,7 +42,6 @@ no program writes a startup script or a config file on its own, and a README run
 import os
 import re
 import site
-import subprocess
 import sys
 import sysconfig
 from pathlib import Path

@@ -36,6 +36,7 @@ import threading
 import time
 from pathlib import Path
 
+from ..engines.processes import watchdog
 from . import bytecode, reaper
 from .guard import Guard
 
@@ -213,20 +214,16 @@ class Kernel:
         return self.km.is_alive()
 
     def execute(self, code: str, timeout: float, user_expressions=None, outputs=None) -> dict:
-        """Run `code`; keep its outputs (nbformat) in `outputs`, a list or a KeptOutputs (a
-        list keeps at most CELL_OUTPUT_LIMIT characters, as KeptOutputs says); return the
+        """Run `code`; keep its outputs (nbformat) in `outputs`, a KeptOutputs; return the
         shell reply's content. Raises CellTimeout, or DeadKernel when the kernel is gone."""
-        kept = outputs
-        if outputs is not None and not isinstance(outputs, KeptOutputs):
-            kept = KeptOutputs(outputs)
         msg_id = self.kc.execute(code, user_expressions=user_expressions or {},
                                  allow_stdin=False, stop_on_error=False)
         deadline = time.monotonic() + timeout
         try:
-            self._outputs_until_idle(msg_id, deadline, kept)
+            self._outputs_until_idle(msg_id, deadline, outputs)
         finally:
-            if kept is not None:
-                kept.close()             # says what it cut, even of a cell that ran too long
+            if outputs is not None:
+                outputs.close()          # says what it cut, even of a cell that ran too long
         return self._reply(msg_id, deadline)
 
     def _outputs_until_idle(self, msg_id, deadline, kept) -> None:
@@ -334,14 +331,14 @@ class Kernel:
     def _ask_the_reaper(self, wait: float = 15.0):
         """SIGTERM the kernel's parent: it kills the kernel and everything below it, then
         exits. Waited for (generously: a loaded machine is slow), then swept regardless."""
-        if self.pid is None or not _running(self.pid):
+        if self.pid is None or not watchdog.alive(self.pid):
             return
         try:
             os.kill(self.pid, signal.SIGTERM)
         except (ProcessLookupError, PermissionError):
             return
         deadline = time.monotonic() + wait
-        while _running(self.pid) and time.monotonic() < deadline:
+        while watchdog.alive(self.pid) and time.monotonic() < deadline:
             reaper.reap_children()
             time.sleep(0.02)
 
@@ -607,11 +604,3 @@ def kill_everything(root_pid, token, since=None, deadline_seconds: float = 30.0)
         if not survivors(root_pid, token, since) or time.monotonic() > deadline:
             return
         time.sleep(0.05)
-
-
-def _running(pid) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return state[state.rfind(")") + 2] not in "ZX"

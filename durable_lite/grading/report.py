@@ -44,7 +44,6 @@ class Graded:
     path: Path
     shown: str = ""                  # the path as the report shows it: inside the class folder
     score: NotebookScore = None
-    started: float = 0.0
     ended: float = 0.0
     regraded: bool = False
 
@@ -167,7 +166,6 @@ def report(submissions, out, jobs: Optional[int] = None, timeout: float = DEFAUL
     def one(g: Graded):
         with lock:
             running.add(id(g))
-        g.started = time.monotonic()
         g.score = grade_notebook(g.path, timeout=timeout, seed=seed, course_root=course_root,
                                  guard=guard)
         g.ended = time.monotonic()
