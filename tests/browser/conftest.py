@@ -7,6 +7,7 @@ learner's machine that has no Chromium. CI sets DURABLE_LITE_REQUIRE_BROWSER=1, 
 turns that skip into a failure: there a missing browser is a broken set-up.
 """
 
+import importlib.util
 import os
 import re
 import tempfile
@@ -23,9 +24,9 @@ REQUIRED = os.environ.get("DURABLE_LITE_REQUIRE_BROWSER", "") not in ("", "0")
 
 def missing_browser():
     """Why the browser tests cannot run here, or None if they can."""
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
+    # Looked up, not imported: every worker asks while collecting, and importing Playwright
+    # costs about a second; the worker that drives the browser imports it then.
+    if importlib.util.find_spec("playwright") is None:
         return "the Python package playwright is not installed (it is in the test extra)"
     if find_chromium() is None:
         return ("no Chromium found (install the chromium package, "
