@@ -501,7 +501,12 @@ class NotebookPage:
 
     def settle(self):
         """Wait until the kernel has answered every message this page sent it."""
-        self.page.wait_for_function(_SETTLED_JS, timeout=TIMEOUT_MS)
+        from playwright.sync_api import TimeoutError as PlaywrightTimeout
+        try:
+            self.page.wait_for_function(_SETTLED_JS, timeout=TIMEOUT_MS)
+        except PlaywrightTimeout:
+            raise AssertionError(f"{self.name}: the kernel did not answer every message within "
+                                 f"{TIMEOUT_MS // 1000} s; {self.where_it_stands()}") from None
 
     # reading the notebook ------------------------------------------------------------------
     def cells(self):
