@@ -4,10 +4,14 @@ Temporal process behind. The Temporal scenes run on the session's server; the no
 itself runs under nbval.
 """
 
+import ctypes
 import importlib
 import inspect
 import json
+import os
 import re
+import signal
+import time
 
 from engines_support import *  # noqa: F401,F403
 
@@ -81,6 +85,31 @@ def test_left_running_names_this_process_s_temporal_worker_until_it_stops(tempor
     finally:
         tour.stop()
     assert tour.worker.process.pid not in {pid for pid, _ in temporal_tour.left_running()}
+
+
+def test_left_running_counts_a_process_named_as_a_worker_until_it_is_killed_not_reaped():
+    """A killed worker whose parent has not collected it yet is a zombie: it holds a pid,
+    not a machine. Counted, a check that killed every worker could still see one."""
+    from durable_lite.engines.temporal.worker import PROCESS_NAME
+    pid = os.fork()
+    if pid == 0:                                   # a stand-in: a child named as a worker
+        ctypes.CDLL(None).prctl(15, PROCESS_NAME.encode(), 0, 0, 0)    # 15 = PR_SET_NAME
+        time.sleep(600)
+        os._exit(0)
+    try:
+        deadline = time.monotonic() + 60
+        while (pid, "worker") not in temporal_tour.left_running():
+            assert time.monotonic() < deadline, "the named child was never counted"
+            time.sleep(0.01)
+        os.kill(pid, signal.SIGKILL)               # killed, and deliberately not reaped yet
+        deadline = time.monotonic() + 60
+        while open(f"/proc/{pid}/stat").read().rpartition(")")[2].split()[0] != "Z":
+            assert time.monotonic() < deadline, "the killed child never became a zombie"
+            time.sleep(0.01)
+        assert pid not in {p for p, _ in temporal_tour.left_running()}
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
 
 
 def test_the_lesson_stops_what_it_started_and_checks_that_nothing_is_left():
