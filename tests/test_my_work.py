@@ -8,6 +8,7 @@ of the course in a temporary folder, never on a real my_work/.
 """
 
 import hashlib
+import os
 import shlex
 import shutil
 import subprocess
@@ -26,6 +27,12 @@ WORK = {p.name: p.relative_to(ROOT) for p in originals(ROOT)}     # what make la
 NESTED_SUITE_DEADLINE = 1200    # seconds: two test files, one of them starts JupyterLab
 SKIP = shutil.ignore_patterns(".venv", ".git", MY_WORK, "__pycache__", ".pytest_cache",
                               "*.egg-info", ".hypothesis", "results", "*.db")
+
+
+def own_options_only() -> dict:
+    """This environment without PYTEST_ADDOPTS: the pytest started here reads only the options
+    it is given (a -v put there for the outer suite would change what the inner one prints)."""
+    return {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
 
 
 def digest(folder: Path) -> dict:
@@ -103,7 +110,8 @@ def test_an_edit_survives_make_exercises_make_lab_and_the_suite(course, tmp_path
         [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:randomly", "-n", "0",
          f"--basetemp={tmp_path / 'nested'}", "tests/test_exercises_generated.py",
          "tests/test_project.py::test_make_lab_prints_a_link_that_opens_lesson_00"],
-        cwd=course, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        cwd=course, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env=own_options_only())
     try:
         output, _ = nested.communicate(timeout=NESTED_SUITE_DEADLINE)
     except subprocess.TimeoutExpired:
@@ -141,7 +149,7 @@ def test_the_test_suite_never_collects_my_work(tmp_path):
     nbformat.write(lesson, tmp_path / MY_WORK / EXERCISES[0])
     (tmp_path / MY_WORK / "test_mine.py").write_text("def test_mine():\n    assert False\n")
     out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "."],
-                         cwd=tmp_path, capture_output=True, text=True)
+                         cwd=tmp_path, capture_output=True, text=True, env=own_options_only())
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     assert "notebooks/00_welcome.ipynb" in out.stdout and "test_fine" in out.stdout
     assert f"{MY_WORK}/" not in out.stdout, out.stdout
