@@ -4,13 +4,14 @@ Temporal process behind. The Temporal scenes run on the session's server; the no
 itself runs under nbval.
 """
 
-import ctypes
 import importlib
 import inspect
 import json
 import os
 import re
 import signal
+import subprocess
+import sys
 import time
 
 from engines_support import *  # noqa: F401,F403
@@ -91,11 +92,13 @@ def test_left_running_counts_a_process_named_as_a_worker_until_it_is_killed_not_
     """A killed worker whose parent has not collected it yet is a zombie: it holds a pid,
     not a machine. Counted, a check that killed every worker could still see one."""
     from durable_lite.engines.temporal.worker import PROCESS_NAME
-    pid = os.fork()
-    if pid == 0:                                   # a stand-in: a child named as a worker
-        ctypes.CDLL(None).prctl(15, PROCESS_NAME.encode(), 0, 0, 0)    # 15 = PR_SET_NAME
-        time.sleep(600)
-        os._exit(0)
+    # A stand-in: a child that names itself as a worker. Started, not forked: a fork of this
+    # multi-threaded test process could deadlock in the child.
+    names_itself = ("import ctypes, sys, time\n"
+                    "ctypes.CDLL(None).prctl(15, sys.argv[1].encode(), 0, 0, 0)   # PR_SET_NAME\n"
+                    "time.sleep(600)")
+    child = subprocess.Popen([sys.executable, "-c", names_itself, PROCESS_NAME])
+    pid = child.pid
     try:
         deadline = time.monotonic() + 60
         while (pid, "worker") not in temporal_tour.left_running():
@@ -108,8 +111,8 @@ def test_left_running_counts_a_process_named_as_a_worker_until_it_is_killed_not_
             time.sleep(0.01)
         assert pid not in {p for p, _ in temporal_tour.left_running()}
     finally:
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
+        child.kill()
+        child.wait()
 
 
 def test_the_lesson_stops_what_it_started_and_checks_that_nothing_is_left():
