@@ -750,10 +750,13 @@ def test_a_check_stopped_by_its_time_limit_leaves_no_worker_behind(tmp_path):
     [result] = checks.run_question(part, "q1", [answer], seed=65, time_limit=6).tests
     assert "took longer than 6 s" in result.message
     assert time.monotonic() - began < 30
-    deadline = time.monotonic() + 30
+    # Killed at once, but on a busy machine a SIGKILLed worker can take a while to be gone;
+    # what is still there at the deadline is described as it was then, not after.
+    deadline = time.monotonic() + 60
     while left() and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert left() == [], [described(pid) for pid, _ in left()]
+    leftovers = [d for d in (described(pid) for pid, _ in left()) if "gone" not in d]
+    assert leftovers == [], leftovers
 
 
 def described(pid) -> dict:
