@@ -1,5 +1,6 @@
 """Exercise 09 can be failed: wrong undos, wrong references and wrong emails each fail the
-tests that name the mistake, on every seed; right answers written another way pass.
+tests that name the mistake (on one seed each, spread over two: every seed draws every test's
+case); right answers written another way pass.
 (test_grading.py grades the solution notebook and the untouched exercise like every other.)
 
 The answers here are what a learner writes in the notebook's answer cells, beside copies of
@@ -23,9 +24,9 @@ from durable_lite.grading.grader import grade_notebook
 from durable_lite.grading.harness import EngineRuns, scratch
 from durable_lite.sim import travel_at, world_at
 
-from grading_support import failing_tests, statuses, with_code
+from grading_support import failing_tests, one_seed, statuses, with_code
 
-SEEDS = (1, 2)              # a wrong answer must fail on each (each seed draws other cases)
+SEEDS = (1, 2)              # a wrong answer fails on one of them (one_seed), the answers spread over both
 RIGHT_SEEDS = (1, 2)        # a right one must pass on each (test_grading.py adds fresh ones)
 ONE_SEED = (1,)             # for right answers no drawn case can tell apart from the solution
 
@@ -122,12 +123,13 @@ def failing(result):
     return {short(t.name) for t in result.tests if t.status != checks.PASSED}
 
 
-def fails_on_every_seed(qid, *answers, expected):
-    """The answer fails exactly the tests `expected`, on every seed; returns the first result."""
-    results = [run(qid, *answers, seed=seed) for seed in SEEDS]
-    for seed, result in zip(SEEDS, results):
-        assert failing(result) == set(expected), f"seed {seed}:\n{result.report()}"
-    return results[0]
+def fails_on_its_seed(qid, *answers, expected):
+    """The answer fails exactly the tests `expected` on one of SEEDS (one_seed: every seed
+    draws every test's case, test_every_drawn_trip_ends_the_way_its_test_says); its result."""
+    seed = one_seed(SEEDS, *answers)
+    result = run(qid, *answers, seed=seed)
+    assert failing(result) == set(expected), f"seed {seed}:\n{result.report()}"
+    return result
 
 
 def passes(qid, *answers, seeds=ONE_SEED):
@@ -186,7 +188,7 @@ def cancel_without_key(folder, reference, idempotency_key):
 
 
 def test_undos_that_drop_their_key_fail_the_repeats_and_the_crash_sweep():
-    result = fails_on_every_seed("q1", refund_without_key, cancel_without_key,
+    result = fails_on_its_seed("q1", refund_without_key, cancel_without_key,
                                  expected={"refund twice", "cancel twice", "sweep", "new process"})
     text, hint = message(result, "refund twice")
     assert re.search(r"called twice with the same key, made 2 refund\(s\) of the \d+ EUR charge", text)
@@ -202,7 +204,7 @@ def cancel_keyed_by_uuid(folder, reference, idempotency_key):
 
 
 def test_undos_with_keys_of_their_own_fail_the_repeats_and_the_crash_sweep():
-    fails_on_every_seed("q1", refund_keyed_by_the_clock, cancel_keyed_by_uuid,
+    fails_on_its_seed("q1", refund_keyed_by_the_clock, cancel_keyed_by_uuid,
                         expected={"refund twice", "cancel twice", "sweep", "new process"})
 
 
@@ -214,7 +216,7 @@ def refund_keeping_a_fee(folder, reference, idempotency_key):
 
 
 def test_a_partial_refund_fails_the_refund_and_the_balance():
-    result = fails_on_every_seed("q1", refund_keeping_a_fee, cancel_booking,
+    result = fails_on_its_seed("q1", refund_keeping_a_fee, cancel_booking,
                                  expected={"refund", "refund nothing", "sweep"})
     text, hint = message(result, "refund")
     assert re.search(r"refunded \d+ EUR; the charge made under that reference is \d+ EUR", text)
@@ -237,11 +239,11 @@ def refund_that_insists(folder, reference, idempotency_key):
 
 
 def test_undos_that_raise_when_there_is_nothing_to_undo_fail():
-    result = fails_on_every_seed("q1", refund_card, cancel_that_insists,
+    result = fails_on_its_seed("q1", refund_card, cancel_that_insists,
                                  expected={"cancel nothing", "sweep"})
     text, hint = message(result, "sweep")
     assert "undo:" in text and "failed" in text and "must do nothing, not raise" in hint
-    fails_on_every_seed("q1", refund_that_insists, cancel_booking, expected={"refund nothing"})
+    fails_on_its_seed("q1", refund_that_insists, cancel_booking, expected={"refund nothing"})
 
 
 def cancel_the_latest(folder, reference, idempotency_key):
@@ -251,7 +253,7 @@ def cancel_the_latest(folder, reference, idempotency_key):
 
 
 def test_an_undo_that_ignores_its_reference_fails():
-    result = fails_on_every_seed("q1", refund_card, cancel_the_latest,
+    result = fails_on_its_seed("q1", refund_card, cancel_the_latest,
                                  expected={"cancel", "cancel nothing", "sweep"})
     assert "by its reference" in message(result, "cancel")[1]
 
@@ -267,7 +269,7 @@ def cancel_with_a_literal_key(folder, reference, idempotency_key):
 def test_one_literal_key_for_every_undo_fails_the_agent():
     """Repeats of one call look fine; two cancellations in one run share the key, so the
     second is taken for a repeat of the first and a booking is never cancelled."""
-    fails_on_every_seed("q1", refund_with_a_literal_key, cancel_with_a_literal_key,
+    fails_on_its_seed("q1", refund_with_a_literal_key, cancel_with_a_literal_key,
                         expected={"sweep"})
 
 
@@ -310,7 +312,7 @@ def test_right_undos_written_another_way_pass(refund, cancel):
 def test_the_lessons_own_agent_fails_where_an_offer_repeats():
     """book_trip, copied from the lesson, references a booking by its offer: two lines of one
     offer share a reference, and the desk answers the second with the first's booking."""
-    result = fails_on_every_seed("q2", book_trip, expected={"booked", "middle", "last", "silent"})
+    result = fails_on_its_seed("q2", book_trip, expected={"booked", "middle", "last", "silent"})
     text, hint = message(result, "booked")
     assert re.search(r"trip 'trip-[a-z0-9]{6}' .*the desk answered line \d \([\w-]+\) with the "
                      r"booking it made for line \d \(bookings-\d+, repeat: True\)", text)
@@ -332,7 +334,7 @@ def trip_without_a_refund(ctx, folder, trip_id, offers):
 
 
 def test_a_charge_without_an_undo_fails_every_refusal():
-    result = fails_on_every_seed("q2", trip_without_a_refund,
+    result = fails_on_its_seed("q2", trip_without_a_refund,
                                  expected={"declined", "first", "middle", "last", "silent"})
     text, hint = message(result, "declined")
     assert "(missing: ['undo:charge'])" in text and "the charge too" in hint
@@ -371,7 +373,7 @@ def trip_cancelling_the_line_before(ctx, folder, trip_id, offers):
 
 
 def test_cancelling_by_the_wrong_reference_fails():
-    result = fails_on_every_seed("q2", trip_cancelling_the_charge,
+    result = fails_on_its_seed("q2", trip_cancelling_the_charge,
                                  expected={"middle", "last", "silent"})
     text, _ = message(result, "middle")
     assert re.search(r"does not balance: charged \d+ EUR, refunded \d+ EUR, still held: ", text)
@@ -380,7 +382,7 @@ def test_cancelling_by_the_wrong_reference_fails():
 def test_undos_shifted_by_one_line_fail_where_the_failed_step_did_book():
     """A sold-out line books nothing, so shifting every undo one line back still cancels
     each booking once; only a step that booked before failing shows the mistake."""
-    result = fails_on_every_seed("q2", trip_cancelling_the_line_before, expected={"silent"})
+    result = fails_on_its_seed("q2", trip_cancelling_the_line_before, expected={"silent"})
     assert "never came" in message(result, "silent")[0]
 
 
@@ -400,7 +402,7 @@ def trip_with_fresh_uuids(ctx, folder, trip_id, offers):
 
 
 def test_references_new_on_every_replay_fail_the_crash_sweeps():
-    result = fails_on_every_seed("q2", trip_with_fresh_uuids,
+    result = fails_on_its_seed("q2", trip_with_fresh_uuids,
                                  expected={"booked", "first", "middle", "last", "silent"})
     text, hint = message(result, "booked")
     assert "crash right after step 'charge' ran, then resume" in text
@@ -426,7 +428,7 @@ def trip_undone_by_hand(ctx, folder, trip_id, offers):
 def test_undos_called_in_an_except_fail_every_refusal():
     """Keyed plain calls undo the effects once even across crashes; what gives them away is
     the run: it ends failed, and its history holds no undo."""
-    result = fails_on_every_seed("q2", trip_undone_by_hand,
+    result = fails_on_its_seed("q2", trip_undone_by_hand,
                                  expected={"declined", "first", "middle", "last", "silent"})
     text, hint = message(result, "middle")
     assert "the run ended failed" in text and "not steps" in hint
@@ -451,7 +453,7 @@ def trip_skipping_what_is_sold_out(ctx, folder, trip_id, offers):
 
 
 def test_carrying_on_past_a_refusal_fails():
-    result = fails_on_every_seed("q2", trip_skipping_what_is_sold_out,
+    result = fails_on_its_seed("q2", trip_skipping_what_is_sold_out,
                                  expected={"first", "middle", "last", "silent"})
     assert "the run ended completed" in message(result, "first")[0]
 
@@ -471,7 +473,7 @@ def trip_charged_last(ctx, folder, trip_id, offers):
 
 
 def test_an_agent_that_charges_last_is_told_the_order():
-    result = fails_on_every_seed("q2", trip_charged_last,
+    result = fails_on_its_seed("q2", trip_charged_last,
                                  expected={"booked", "declined", "first", "middle", "last", "silent"})
     assert "charge first" in message(result, "declined")[1]
 
@@ -627,7 +629,7 @@ def mail_by_plain_calls(ctx, folder, trip_id, offers, to):
     (mail_by_plain_calls, {"booked", "declined", "middle"}, "no step of the run sent it"),
 ])
 def test_wrong_emails_fail(answer, expected, words):
-    result = fails_on_every_seed("q3", answer, expected=expected)
+    result = fails_on_its_seed("q3", answer, expected=expected)
     assert words in message(result, "middle")[0]
 
 
