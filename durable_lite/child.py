@@ -36,7 +36,7 @@ from .faults import CrashAt
 # Never the workflow's module: each child imports that afresh.
 PRELOAD = ("durable_lite.child", "durable_lite.clock", "durable_lite.engine", "durable_lite.store",
            "durable_lite.workflow", "durable_lite.naive", "durable_lite.run", "durable_lite.sim",
-           "durable_lite.policy")
+           "durable_lite.policy", "durable_lite.store.template")
 
 
 @dataclass(frozen=True)

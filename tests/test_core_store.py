@@ -7,6 +7,8 @@ import hashlib
 import shutil
 import multiprocessing
 import sqlite3
+import subprocess
+import sys
 import tempfile
 
 from core_support import *  # noqa: F401,F403
@@ -73,6 +75,78 @@ def test_a_new_or_empty_file_becomes_a_store_with_the_current_schema(tmp_path, s
         assert store.schema_version() == SCHEMA_VERSION
     with pytest.raises(ValueError, match="durability"):
         dl.SQLiteStore(str(tmp_path / "x.db"), durability="sometimes")
+
+
+def only_the_stores_files(folder):
+    """The folder holds runs.db and what SQLite keeps beside it (-wal, -shm), nothing else."""
+    return set(files_in(folder)) - {"runs.db-wal", "runs.db-shm"} == {"runs.db"}
+
+
+def schema_of(path):
+    """What a store file holds besides runs: its tables, indexes and meta rows, and its mode."""
+    db = sqlite3.connect(path)
+    try:
+        return (sorted(db.execute("SELECT type, name, tbl_name, sql FROM sqlite_master")),
+                sorted(db.execute("SELECT key, value FROM durable_lite_meta")),
+                db.execute("PRAGMA journal_mode").fetchone()[0])
+    finally:
+        db.close()
+
+
+@pytest.mark.parametrize("durability", ["process", "power"])
+def test_a_new_store_made_in_one_step_is_the_store_the_migrations_make(tmp_path, stores, durability,
+                                                                       monkeypatch):
+    """A new file is a copy of an empty store (store/template.py); made statement by
+    statement instead (where the copy cannot be made), it is the same, and either way the
+    folder holds only the store's own files."""
+    from durable_lite.store import template
+    assert template.EMPTY_STORE is not None or not hasattr(sqlite3.Connection, "serialize")
+    copied = str(tmp_path / "copied" / "runs.db")
+    os.makedirs(os.path.dirname(copied))
+    stores(copied, durability=durability)
+    assert only_the_stores_files(os.path.dirname(copied))
+
+    monkeypatch.setattr(template, "EMPTY_STORE", None)     # as on a Python that cannot copy
+    migrated = str(tmp_path / "migrated" / "runs.db")
+    os.makedirs(os.path.dirname(migrated))
+    stores(migrated, durability=durability)
+    assert schema_of(copied) == schema_of(migrated)
+    assert schema_of(copied)[2] == "wal"
+
+
+OPEN_AND_RECORD = """
+import os, sys, time
+import durable_lite as dl
+from durable_lite.store.records import RunRecord
+path, run_id, go = sys.argv[1:]
+while not os.path.exists(go):
+    time.sleep(0.001)
+store = dl.SQLiteStore(path)
+store.create_run(RunRecord(run_id, "w", 1, "[]", "{}", "running", 0.0, 0.0))
+store.close()
+"""
+
+
+def test_stores_opened_at_once_on_a_new_path_all_use_the_one_file(tmp_path):
+    """Eight processes open the same new store at the same moment: one file is made, none
+    is replaced under another, each records its run there, and no copy is left lying."""
+    path, go = str(tmp_path / "runs.db"), str(tmp_path.parent / f"{tmp_path.name}-go")
+    workers = [subprocess.Popen([sys.executable, "-c", OPEN_AND_RECORD, path, f"r{i}", go])
+               for i in range(8)]
+    try:
+        open(go, "w").close()
+        for worker in workers:
+            assert worker.wait(120) == 0
+    finally:
+        for worker in workers:
+            worker.kill()
+        os.remove(go)
+    store = dl.SQLiteStore(path)
+    try:
+        assert sorted(r.run_id for r in store.list_runs()) == [f"r{i}" for i in range(8)]
+    finally:
+        store.close()
+    assert only_the_stores_files(str(tmp_path))
 
 
 def test_a_file_written_by_schema_1_is_migrated_with_its_data_intact(tmp_path, stores, clock):

@@ -32,7 +32,8 @@ MODULE = "learner_code"
 PRELOAD = ("durable_lite.grading.child", "durable_lite.examples", "durable_lite.grading.checks",
            "durable_lite.grading.harness", "durable_lite.grading.ledgers",
            "durable_lite.grading.portable", "durable_lite.grading.wall_clock",
-           "durable_lite.run", "durable_lite.policy", "durable_lite.faults")
+           "durable_lite.run", "durable_lite.policy", "durable_lite.faults",
+           "durable_lite.store.template")
 _PACKAGE_PARENT = str(Path(durable_lite.__file__).resolve().parent.parent)
 
 

@@ -80,6 +80,10 @@ class SQLiteStore(Store):
         self._db = None
         try:
             found = self._check_is_ours_before_writing()
+            if found is None and not os.path.exists(self.path):
+                from . import template          # a new file: made in one step if it can be
+                if template.create(self.path, durability):
+                    found = SCHEMA_VERSION
             self._db = self._connect()
             if found != SCHEMA_VERSION:    # a new, empty or older file: create or migrate it
                 self._migrate()
