@@ -22,6 +22,7 @@ and worker name, and can SIGKILL that process at a crash point: a worker that re
 on a clock the lesson controls.
 """
 
+import functools
 import json
 import os
 import signal
@@ -94,6 +95,7 @@ def close_ticket(folder, ticket, idempotency_key):
     return world_at(folder).tickets.close(ticket, idempotency_key=idempotency_key)
 
 
+@functools.lru_cache(maxsize=256)      # a long text, built again for every draft otherwise
 def customer_history(order_id, words) -> str:
     """The customer's earlier messages: `words` words of them, the same every time."""
     vocabulary = ("parcel arrived damaged again box crushed the order late refund please "
