@@ -22,7 +22,6 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 PR_SET_CHILD_SUBREAPER = 36
 
@@ -43,20 +42,24 @@ def processes() -> dict:
     """{pid: (ppid, pgid, session, start time in clock ticks)} of every live (not zombie)
     process we can see; {} without /proc."""
     table = {}
-    proc = Path("/proc")
-    if not proc.is_dir():
+    try:
+        names = os.listdir("/proc")
+    except OSError:
         return table
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
+    # Read as bytes with plain os calls: a grading scans the whole table several times, and
+    # on a busy machine it holds a thousand processes.
+    for name in names:
+        if not name.isdigit():
             continue
         try:
-            stat = (entry / "stat").read_text()
+            with open(f"/proc/{name}/stat", "rb") as f:
+                stat = f.read()
         except OSError:
             continue
-        fields = stat[stat.rfind(")") + 2:].split()      # after the name, which may hold spaces
-        if fields[0] in ("Z", "X"):
+        fields = stat[stat.rfind(b")") + 2:].split()     # after the name, which may hold spaces
+        if fields[0] in (b"Z", b"X"):
             continue
-        table[int(entry.name)] = (int(fields[1]), int(fields[2]), int(fields[3]), int(fields[19]))
+        table[int(name)] = (int(fields[1]), int(fields[2]), int(fields[3]), int(fields[19]))
     return table
 
 
