@@ -67,7 +67,10 @@ def create(path: str, durability: str) -> bool:
         except OSError:
             return False
     finally:
-        os.unlink(draft)
+        try:
+            os.unlink(draft)
+        except FileNotFoundError:                # someone tidied the folder meanwhile
+            pass
     if durability == "power":
         _sync_folder(folder)
     return True
