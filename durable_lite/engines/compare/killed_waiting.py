@@ -368,13 +368,16 @@ def _terminate(address, workflow_id) -> None:
 def on_langgraph(path, workflow: str, inputs: dict, *, thread_id: str, reply,
                  reply_at: float = 0.0, crash=None, clock_env=None,
                  restart_later: float = 0.0, imports=(), python_path=(),
-                 timeout: float = 60.0, workers=None) -> dict:
+                 timeout: float = 90.0, workers=None) -> dict:
     """Start `workflow` ("module.entrypoint") on `thread_id` with `inputs`, its checkpoints
     in the SqliteSaver file `path`; when the thread waits at an interrupt, answer it with
     `reply` (Command(resume=reply): a person's reply or the scheduler's wake-up) in a
     process whose clock reads `reply_at` seconds after the start; after a kill, resume it
     with invoke(None) in a fresh process (`restart_later` seconds later still, if the kill
-    came while answering). `workers`: a list the workers are appended to as they start."""
+    came while answering). `workers`: a list the workers are appended to as they start.
+    `timeout`: seconds each worker may take, longer than a crash point waits for its
+    checkpoint's save (langgraph/faults.py: 60 s), so a save that never lands is reported by
+    the worker itself, not cut short by this wait."""
     from ..langgraph.worker import start_worker
     env = clock_env or (lambda seconds: {})
     where = {"imports": list(imports), "python_path": list(python_path)}
