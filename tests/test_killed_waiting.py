@@ -43,3 +43,27 @@ def test_a_run_that_never_waits_waited_nothing_and_one_without_a_next_step_has_n
     assert _waited_after(no_wait, "notice") == 0.0
     assert _waited_after(no_wait[:-1], "notice") is None
     assert _waited_after(no_wait, None) is None and _waited_after(no_wait, "charge") is None
+
+
+class Stopped(list):
+    """The workers list of a caller that has stopped, as a check's once its time is up."""
+    stopped = True
+
+
+def test_a_caller_that_has_stopped_gets_no_new_worker_on_either_engine(tmp_path):
+    """A check's threads may still be finishing runs after its time limit: they start no
+    worker for it (once started, each would only be killed at once, and on a busy machine
+    a stopped check's threads went on doing so for a minute)."""
+    import pytest
+
+    from durable_lite.engines.compare import killed_waiting
+    from durable_lite.engines.temporal.worker import started
+
+    before = started()
+    with pytest.raises(RuntimeError, match="no more workers"):
+        killed_waiting.on_temporal("127.0.0.1:1", "w", [], workflow_id="wf-1", signal="reply",
+                                   workers=Stopped())
+    with pytest.raises(RuntimeError, match="no more workers"):
+        killed_waiting.on_langgraph(str(tmp_path / "lg.sqlite"), "m.entry", {}, thread_id="t",
+                                    reply=None, workers=Stopped())
+    assert started() == before

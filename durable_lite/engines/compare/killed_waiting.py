@@ -134,6 +134,7 @@ def on_temporal(address: str, workflow: str, args, *, workflow_id: str, signal: 
     workers = [] if workers is None else workers
 
     def launch(*a, **k):
+        _refuse_if_stopped(workers)
         worker = start_worker(*a, **where, **k)
         started.append(worker)
         workers.append(worker)
@@ -385,12 +386,14 @@ def on_langgraph(path, workflow: str, inputs: dict, *, thread_id: str, reply,
     state = {"armed": crash, "killed": False, "replayed": []}
 
     def process(at, later, **action):
+        _refuse_if_stopped(workers)
         worker = start_worker(path, workflow, thread_id, crash=state["armed"], env=env(at),
                               **where, **action)
         workers.append(worker)
         worker.join(timeout)
         if worker.killed and state["armed"] is not None:
             state.update(armed=None, killed=True)
+            _refuse_if_stopped(workers)
             worker = start_worker(path, workflow, thread_id, resume=True, env=env(at + later),
                                   **where)
             workers.append(worker)
@@ -409,6 +412,15 @@ def on_langgraph(path, workflow: str, inputs: dict, *, thread_id: str, reply,
     return {"killed": state["killed"], "status": report["status"], "result": report["result"],
             "replayed": state["replayed"], "steps": report["replayed"] + report["ran"],
             "error": report["error"], "interrupted": interrupted}
+
+
+def _refuse_if_stopped(workers) -> None:
+    """Start no worker for a caller that has stopped (its `workers` says so, as a check's
+    do once its time limit has passed). Its threads may still be finishing a run on a busy
+    machine: each would otherwise start its next worker, only for it to be killed at once,
+    for as long as they took."""
+    if getattr(workers, "stopped", False):
+        raise RuntimeError("the caller has stopped: no more workers are started")
 
 
 def _last_line(log: str) -> str:
