@@ -3,6 +3,7 @@
 Also what MemoryStore is for: everything is gone with the process.
 """
 
+import errno
 import hashlib
 import shutil
 import multiprocessing
@@ -96,21 +97,36 @@ def schema_of(path):
 @pytest.mark.parametrize("durability", ["process", "power"])
 def test_a_new_store_made_in_one_step_is_the_store_the_migrations_make(tmp_path, stores, durability,
                                                                        monkeypatch):
-    """A new file is a copy of an empty store (store/template.py); made statement by
-    statement instead (where the copy cannot be made), it is the same, and either way the
-    folder holds only the store's own files."""
+    """A new file is a copy of an empty store (store/template.py): built in memory, or
+    before Python 3.11 in the first store's own file. Made statement by statement in place
+    instead (on a filesystem without hard links), it is the same store; each way, the folder
+    holds only the store's own files, and only that last way runs the migrations."""
     from durable_lite.store import template
     assert template.EMPTY_STORE is not None or not hasattr(sqlite3.Connection, "serialize")
-    copied = str(tmp_path / "copied" / "runs.db")
-    os.makedirs(os.path.dirname(copied))
-    stores(copied, durability=durability)
-    assert only_the_stores_files(os.path.dirname(copied))
+    migrations = []
+    migrate = dl.SQLiteStore._migrate
+    monkeypatch.setattr(dl.SQLiteStore, "_migrate",
+                        lambda store: migrations.append(store.path) or migrate(store))
 
-    monkeypatch.setattr(template, "EMPTY_STORE", None)     # as on a Python that cannot copy
-    migrated = str(tmp_path / "migrated" / "runs.db")
-    os.makedirs(os.path.dirname(migrated))
-    stores(migrated, durability=durability)
-    assert schema_of(copied) == schema_of(migrated)
+    def new_store(way):
+        path = str(tmp_path / way / "runs.db")
+        os.makedirs(os.path.dirname(path))
+        stores(path, durability=durability)
+        assert only_the_stores_files(os.path.dirname(path)), way
+        return path
+
+    copied = new_store("copied")
+    monkeypatch.setattr(template, "EMPTY_STORE", None)     # as on a Python before 3.11
+    built = new_store("built-in-its-file")
+    assert template.EMPTY_STORE is not None                # ... kept for the next new store
+    assert migrations == []
+
+    def no_hard_links(source, target):
+        raise OSError(errno.EPERM, "this filesystem has no hard links")
+    monkeypatch.setattr(template.os, "link", no_hard_links)
+    migrated = new_store("migrated")
+    assert migrations == [migrated]
+    assert schema_of(copied) == schema_of(built) == schema_of(migrated)
     assert schema_of(copied)[2] == "wal"
 
 

@@ -117,3 +117,14 @@ CREATE INDEX queued_runs_turns ON queued_runs (queue, key, turn);
 UPDATE durable_lite_meta SET value = '5' WHERE key = 'schema_version';
 """,
 }
+
+
+def upgrade(db, version: int) -> None:
+    """Run on `db` the statements that take a file at schema `version` (0: a file with no
+    tables yet) to SCHEMA_VERSION. The caller holds the transaction they belong to."""
+    scripts = [SCHEMA_1] if version == 0 else []
+    scripts += [MIGRATIONS[target] for target in range(max(version, 1) + 1, SCHEMA_VERSION + 1)]
+    for script in scripts:
+        for statement in script.split(";"):
+            if statement.strip():
+                db.execute(statement)

@@ -28,7 +28,7 @@ import weakref
 from ..errors import LeaseLostError, StoreFileError, UnknownRunError
 from .base import Store
 from .records import Entry, Event, QueuedRun, RunRecord
-from .schema import APP, MIGRATIONS, SCHEMA_1, SCHEMA_VERSION
+from .schema import APP, SCHEMA_VERSION, upgrade
 
 _SYNC = {"process": "NORMAL", "power": "FULL"}
 
@@ -253,15 +253,7 @@ class SQLiteStore(Store):
             if "durable_lite_meta" in tables:
                 row = db.execute("SELECT value FROM durable_lite_meta WHERE key='schema_version'").fetchone()
                 version = _schema_version(row and row[0], self.path)
-            if version == 0:
-                for statement in SCHEMA_1.split(";"):
-                    if statement.strip():
-                        db.execute(statement)
-                version = 1
-            for target in range(version + 1, SCHEMA_VERSION + 1):
-                for statement in MIGRATIONS[target].split(";"):
-                    if statement.strip():
-                        db.execute(statement)
+            upgrade(db, version)
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")

@@ -3,50 +3,61 @@
 Creating the schema statement by statement (SCHEMA_1, then each migration) costs a new
 store about 2 ms of CPU, and a crash sweep or a grader's checks open thousands of new
 stores. So a new file is instead a copy of an empty store at the current schema, built
-once per process in memory by the same statements (schema.py), then written in a single
-step. The migrations still move forward every file an older durable_lite wrote (sqlite.py),
-and a test checks that a copied store and a migrated one hold the same schema. The copy is
-built when this module is first imported (sqlite.py imports it on the first new store; the
-parents of fresh processes import it ahead, so their children find it built).
+once per process by the same statements (schema.upgrade), then written in a single step.
+The copy is built in memory when this module is first imported (sqlite.py imports it on
+the first new store; the parents of fresh processes import it ahead, so their children
+find it built). Python before 3.11 cannot copy a database out of memory: there the first
+new store of a process is built by the statements in its own draft file, and its bytes are
+kept for the next. The migrations still move forward every file an older durable_lite
+wrote (sqlite.py), and a test checks that the stores made each of these ways are the same.
 
 The copy never lands half-written and never replaces a file: it is written in full under a
 name of its own in the store's folder, closed, and only then linked to the store's name,
 which fails if another process has just created the store (that store is then used); its
 own name is removed at once. (It is closed before it takes the store's name because closing
-any descriptor of a file drops every SQLite lock this process holds on that file.) Where
-this cannot be done (a filesystem without hard links, Python before 3.11, which cannot copy
-a database out of memory), `create` returns False and the store is made statement by
-statement, as before.
+any descriptor of a file drops every SQLite lock this process holds on that file.) On a
+filesystem without hard links `create` returns False and the store is made statement by
+statement, in place.
 """
 
 import os
 import sqlite3
 
-from .schema import MIGRATIONS, SCHEMA_1, SCHEMA_VERSION
+from .schema import upgrade
 
 
-def _empty_store():
-    """The bytes of an empty store file at SCHEMA_VERSION, or None if this Python cannot
-    copy a database out of memory."""
+def _built_in_memory():
+    """The bytes of an empty store file, or None if this Python cannot copy a database
+    out of memory (before 3.11)."""
     db = sqlite3.connect(":memory:", isolation_level=None)
     try:
         if not hasattr(db, "serialize"):
             return None
-        for script in (SCHEMA_1, *(MIGRATIONS[v] for v in range(2, SCHEMA_VERSION + 1))):
-            for statement in script.split(";"):
-                if statement.strip():
-                    db.execute(statement)
+        upgrade(db, 0)
         return db.serialize()
     finally:
         db.close()
 
 
+def _built_in_file(draft: str) -> bytes:
+    """Make the empty file `draft` an empty store, statement by statement; its bytes."""
+    db = sqlite3.connect(draft, isolation_level=None)
+    try:
+        db.execute("BEGIN IMMEDIATE")
+        upgrade(db, 0)
+        db.execute("COMMIT")
+    finally:
+        db.close()
+    with open(draft, "rb") as f:
+        return f.read()
+
+
 def create(path: str, durability: str) -> bool:
     """Make `path` a new, empty store; True if this call made it. False if a file appeared
-    there meanwhile, or if this system cannot make it in one step (then nothing was written).
+    there meanwhile, or if this filesystem cannot make it in one step (then nothing was
+    written).
     Under durability="power" the file and its folder are on disk before this returns."""
-    if EMPTY_STORE is None:
-        return False
+    global EMPTY_STORE
     folder, name = os.path.split(os.path.abspath(path))
     draft = os.path.join(folder, f".{name}.new-{os.getpid()}-{os.urandom(4).hex()}")
     try:
@@ -55,9 +66,12 @@ def create(path: str, durability: str) -> bool:
         return False
     try:
         try:
-            view = memoryview(EMPTY_STORE)
-            while view:
-                view = view[os.write(fd, view):]
+            if EMPTY_STORE is None:                  # the first new store, before 3.11
+                EMPTY_STORE = _built_in_file(draft)
+            else:
+                view = memoryview(EMPTY_STORE)
+                while view:
+                    view = view[os.write(fd, view):]
             if durability == "power":
                 os.fsync(fd)
         finally:
@@ -76,7 +90,7 @@ def create(path: str, durability: str) -> bool:
     return True
 
 
-EMPTY_STORE = _empty_store()
+EMPTY_STORE = _built_in_memory()
 
 
 def _sync_folder(folder):
