@@ -239,8 +239,13 @@ class Engine:
         """
         self.store.check_file()
         out = []
+        now = self.clock()
         for record in self.store.list_runs(UNFINISHED):
             if not self._is_due(record):
+                continue
+            if self._leases.held_by_another(record, now):
+                # Left to the live worker that holds it, without a transaction: workers on
+                # one queue each recover() every round while the others execute their runs.
                 continue
             try:
                 lookup(record.workflow, record.version, run_id=record.run_id)

@@ -112,6 +112,13 @@ class Leases:
             return True
         return False
 
+    def held_by_another(self, record, now) -> bool:
+        """Whether `record` shows a lease that take() could not get: another worker's, not
+        yet expired, whose process is alive. (A read ahead of take(), which decides.)"""
+        owner = record.lease_owner
+        return (owner not in (None, self.worker) and (record.lease_expires or 0) >= now
+                and not owner_is_dead(owner))
+
     def adopt(self, run_id, until):
         self._check_own_process()
         self._until[run_id] = until

@@ -364,6 +364,27 @@ def test_recover_handles_many_runs_in_mixed_states(eng, clock):
         "r-wait-idle": "completed", "r-failed": "failed", "r-halted": "halted"}
 
 
+def test_recover_leaves_a_run_another_live_worker_holds_without_asking_the_store(eng, clock,
+                                                                               monkeypatch):
+    """Workers on one queue each recover() every round while the others execute their
+    runs: a lease that is another live worker's is read from the run and left alone, with
+    no attempt to take it; once it has lapsed, the run is recovered."""
+    from durable_lite.lease import HOST
+    crash = again(eng, crash_at=dl.faults.CrashAt("only", "after_effect"))
+    with pytest.raises(dl.Crash):
+        crash.start(simple, 1, run_id="r-held")
+    other = f"{HOST}:{os.getpid()}:another-worker"          # alive: this very process
+    assert eng.store.try_lease("r-held", other, clock() + 60, clock())
+    asked = []
+    take = eng.store.try_lease
+    monkeypatch.setattr(eng.store, "try_lease", lambda run_id, *rest, **kw:
+                        asked.append(run_id) or take(run_id, *rest, **kw))
+    assert eng.recover() == [] and asked == []
+    clock.advance(61)
+    assert [(r.run_id, r.status) for r in eng.recover()] == [("r-held", "completed")]
+    assert asked == ["r-held"]
+
+
 def test_two_engines_starting_one_run_id_in_turn_execute_each_step_once(eng):
     calls = Calls()
 
