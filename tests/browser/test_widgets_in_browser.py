@@ -22,7 +22,7 @@ import re
 import pytest
 
 from jupyter_driver import button, expect
-from widget_details import DECISION_TABLE, calls, check_the_decision_table, check_the_mode_buttons
+from widget_details import DECISION_TABLE, DECISION_TABLE_CSS, calls, check_the_decision_table, check_the_mode_buttons
 from widget_lessons import KNOWN_WIDGETS, OTHER, widget_lessons
 
 LESSONS = widget_lessons()
@@ -56,7 +56,9 @@ def test_after_run_all_the_widget_shows_and_answers_clicks(open_lesson, keep_scr
     keep_screenshot(notebook, "after-run-all")
     if kind == OTHER and lesson == TABLE_LESSON:
         check_the_decision_table(notebook, keep_screenshot)     # before any button is clicked
-    DRIVERS[kind](notebook, keep_screenshot)
+        drive_other_widgets(notebook, keep_screenshot, checked=DECISION_TABLE_CSS)
+    else:
+        DRIVERS[kind](notebook, keep_screenshot)
     notebook.assert_no_problems(f"after using the {kind}")
     if kind == "CrashLab" and lesson == MODES_LESSON:
         check_the_mode_buttons(notebook, keep_screenshot)
@@ -280,11 +282,17 @@ def drive_approval_inbox(notebook, keep_screenshot):
     keep_screenshot(notebook, "inbox-after-click")
 
 
-def drive_other_widgets(notebook, keep_screenshot):
+def drive_other_widgets(notebook, keep_screenshot, checked=None):
     """Widgets without a driver of their own: click every enabled button once; at least one
-    click must change something on the screen, and none may raise."""
+    click must change something on the screen, and none may raise. `checked`: the CSS
+    selector of a widget driven closely already (its every button clicked and read), left
+    out here."""
     outputs = notebook.widget_outputs(exclude=KNOWN_WIDGETS)
     assert outputs, f"{notebook.name}: builds widgets but none is displayed after Run All"
+    if checked is not None:
+        outputs = [output for output in outputs if output.locator(checked).count() == 0]
+        if not outputs:
+            return
     changed = []
     for output in outputs:
         notebook.focus = output

@@ -17,6 +17,7 @@ from widget_lessons import code_cells
 
 WIDTHS = (1400, 1100)     # pixels; JupyterLab's file browser is open in both, as it starts
 DECISION_TABLE = "DecisionTable("
+DECISION_TABLE_CSS = ".dl-decision-table"
 
 GREEN, RED = "rgb(30, 132, 73)", "rgb(192, 57, 43)"     # the table's #1e8449 and #c0392b
 KEY = {w.name: costs.reasons(w) for w in costs.EXAMPLES}
@@ -43,8 +44,9 @@ def resize(notebook, width: int) -> None:
 
 def check_the_decision_table(notebook, keep_screenshot) -> None:
     """On a lesson just run in a window WIDTHS[0] wide, before any of its buttons is
-    clicked: Check with nothing answered, then the whole table at each width."""
-    table = notebook.page.locator(".dl-decision-table").first
+    clicked: Check with nothing answered; then at the first width every cell answered and
+    checked, and at each narrower one the layout, and a change checked again."""
+    table = notebook.page.locator(DECISION_TABLE_CSS).first
     notebook.focus = table
     expect(table.locator(".dl-key")).to_have_text("")                # no key before a check
     table.locator("button.dl-check").click()          # Check with nothing answered: no key,
@@ -55,15 +57,23 @@ def check_the_decision_table(notebook, keep_screenshot) -> None:
     for width in WIDTHS:                  # one Run All, then the same table narrower
         resize(notebook, width)
         table.scroll_into_view_if_needed()
-        _check_the_table(notebook, table, width, keep_screenshot)
+        _check_the_layout(notebook, table, width, keep_screenshot)
+        if width == WIDTHS[0]:
+            _check_the_answers(notebook, table, width, keep_screenshot)
+        else:
+            _check_a_change(notebook, table, width, keep_screenshot)
     notebook.assert_no_problems("after checking the decision table")
 
 
-def _check_the_table(notebook, table, width, keep_screenshot) -> None:
-    answers = table.locator(".dl-answer")
-    assert answers.count() == len(KEY) * len(costs.REASONS)
+# every cell of the table, and the one a test answers wrong
+CELLS = [(w.name, r) for w in costs.EXAMPLES for r in costs.REASONS]
+WRONG = ("nightly research report", "long")
 
-    # the layout: each toggle's two buttons side by side, every mark in its column
+
+def _check_the_layout(notebook, table, width, keep_screenshot) -> None:
+    """Each toggle's two buttons side by side, every mark in its column."""
+    answers = table.locator(".dl-answer")
+    assert answers.count() == len(CELLS)
     for i in range(answers.count()):
         yes, no = boxes(answers.nth(i).locator("button"))
         assert abs(yes["y"] - no["y"]) < 2 and no["x"] > yes["x"], \
@@ -76,37 +86,61 @@ def _check_the_table(notebook, table, width, keep_screenshot) -> None:
         assert max(column) - min(column) < 2, f"{width} px: the marks of column {c} drift: {column}"
     keep_screenshot(notebook, f"decision-table-{width}")
 
-    # answer every cell, one of them wrong, then Check: the colours come with that Check
-    wrong = ("nightly research report", "long")
-    cells = [(w.name, r) for w in costs.EXAMPLES for r in costs.REASONS]
-    for i, (workload, reason) in enumerate(cells):
-        right = KEY[workload][reason]
-        pick = (not right) if (workload, reason) == wrong else right
-        answers.nth(i).locator("button").nth(0 if pick else 1).click()
+
+def _pick(answers, cell, right: bool):
+    """Click the toggle of `cell` that answers it right (or wrong)."""
+    said = KEY[cell[0]][cell[1]] if right else not KEY[cell[0]][cell[1]]
+    answers.nth(CELLS.index(cell)).locator("button").nth(0 if said else 1).click()
+
+
+def _check_marked(table, wrong) -> None:
+    """After a Check: the chosen toggle of each cell green, or red for `wrong` (None: all
+    right), with its mark, the count and the key."""
+    answers = table.locator(".dl-answer")
+    for i, cell in enumerate(CELLS):
+        chosen = answers.nth(i).locator("button.mod-active")
+        expect(chosen).to_have_count(1)
+        expect(chosen).to_have_css("background-color", RED if cell == wrong else GREEN)
+    if wrong is None:
+        expect(table.locator(".dl-status")).to_have_text("all 15 cells right")
+    else:
+        expect(table.locator(".dl-mark").nth(CELLS.index(wrong))).to_have_text("✗")
+        expect(table.locator(".dl-status")).to_contain_text("14 of 15 cells right")
+        expect(table.locator(".dl-key")).to_contain_text("The key")
+
+
+def _check_the_answers(notebook, table, width, keep_screenshot) -> None:
+    """Answer every cell, one of them wrong, then Check: the colours come with that Check.
+    A change then makes the check stale: colours and key go until the next Check."""
+    answers = table.locator(".dl-answer")
+    for cell in CELLS:
+        _pick(answers, cell, right=cell != WRONG)
         notebook.settle()
     table.locator("button.dl-check").click()
     notebook.settle()
-    for i, cell in enumerate(cells):
-        chosen = answers.nth(i).locator("button.mod-active")
-        expect(chosen).to_have_count(1)
-        colour = RED if cell == wrong else GREEN
-        expect(chosen).to_have_css("background-color", colour)
-    expect(marks.nth(cells.index(wrong))).to_have_text("✗")
-    expect(table.locator(".dl-status")).to_contain_text("14 of 15 cells right")
-    expect(table.locator(".dl-key")).to_contain_text("The key")
+    _check_marked(table, WRONG)
     keep_screenshot(notebook, f"decision-table-checked-{width}")
 
-    # a change makes the check stale: colours and key go until the next Check
-    fix = cells.index(wrong)
-    answers.nth(fix).locator("button").nth(0 if KEY[wrong[0]][wrong[1]] else 1).click()
+    _pick(answers, WRONG, right=True)
     notebook.settle()
     assert background(answers.nth(0).locator("button.mod-active")) not in (GREEN, RED)
     expect(table.locator(".dl-key")).to_have_text("")
     table.locator("button.dl-check").click()
     notebook.settle()
-    for i in range(len(cells)):
-        expect(answers.nth(i).locator("button.mod-active")).to_have_css("background-color", GREEN)
-    expect(table.locator(".dl-status")).to_have_text("all 15 cells right")
+    _check_marked(table, None)
+
+
+def _check_a_change(notebook, table, width, keep_screenshot) -> None:
+    """Narrower, the table answered already: it still shows that check, and a toggle still
+    changes the answer (one cell answered wrong, then Check, marks it)."""
+    _check_marked(table, None)
+    _pick(table.locator(".dl-answer"), WRONG, right=False)
+    notebook.settle()
+    expect(table.locator(".dl-key")).to_have_text("")
+    table.locator("button.dl-check").click()
+    notebook.settle()
+    _check_marked(table, WRONG)
+    keep_screenshot(notebook, f"decision-table-checked-{width}")
 
 
 def check_the_mode_buttons(notebook, keep_screenshot) -> None:
