@@ -157,3 +157,30 @@ def test_kill_ends_a_running_child_with_sigkill():
     child = forked.start(multiprocessing.get_context("forkserver").Process(target=signal.pause))
     child.kill()
     assert child.join(120) == -signal.SIGKILL
+
+
+def _stuck_where_the_stack_shows(folder):
+    forked.log_to(folder)
+    threading.Thread(target=time.sleep, args=(3600,), daemon=True).start()
+    while True:
+        signal.pause()            # returns after each signal handled, the stacks' too
+
+
+def test_a_worker_that_never_ends_writes_every_threads_stack_to_its_log_when_asked(tmp_path):
+    """A hung worker's only clue: asked before it is killed, it writes where each thread
+    stands into its log, which the engines' TimeoutError then carries."""
+    context = multiprocessing.get_context("forkserver")
+    child = forked.start(context.Process(target=_stuck_where_the_stack_shows,
+                                         args=(str(tmp_path),)))
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / forked.LOG).exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert child.join(0.2) is None, "the worker ended on its own"
+        child.write_stacks(str(tmp_path))
+        log = forked.read_log(str(tmp_path))
+        assert "_stuck_where_the_stack_shows" in log and log.count("(most recent call first)") == 2, log
+        assert child.is_alive(), "asking for its stacks ended it"
+    finally:
+        child.kill()
+    assert child.join(120) == -signal.SIGKILL

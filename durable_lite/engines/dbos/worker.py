@@ -103,6 +103,7 @@ class Worker:
     def join(self, timeout=120.0):
         self.process.join(timeout)
         if self.process.is_alive():
+            self.process.write_stacks(self.folder)
             self.kill()
             raise TimeoutError(f"worker {self.executor_id!r} did not finish within {timeout}s "
                                f"(killed):\n{self.log()}")
@@ -130,11 +131,7 @@ class Worker:
         return report
 
     def log(self) -> str:
-        try:
-            with open(self._file("worker.log"), encoding="utf-8", errors="replace") as f:
-                return f.read()[-3000:]
-        except OSError:
-            return ""
+        return forked.read_log(self.folder)
 
 
 def start_worker(url, executor_id, *, start=(), fork=(), wait_for=(), crash=None, hold=None,
@@ -184,9 +181,7 @@ def _context():
 def _main(spec):
     watchdog.exit_with_parent()   # ends the moment the process that started it ends
     folder = spec["folder"]
-    log = os.open(os.path.join(folder, "worker.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND)
-    os.dup2(log, 1)               # nothing a worker prints may reach a notebook cell
-    os.dup2(log, 2)
+    forked.log_to(folder)            # what it prints, and its stacks if asked
     sys.path[:0] = spec["python_path"]
     for module in spec["imports"]:
         _module(module)

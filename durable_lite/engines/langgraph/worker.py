@@ -52,6 +52,7 @@ class Worker:
         """Wait for the worker to end; a worker still running after `timeout` is killed."""
         self.process.join(timeout)
         if self.process.is_alive():
+            self.process.write_stacks(self.folder)
             self.kill()
             raise TimeoutError(f"worker on thread {self.thread_id!r} did not finish within "
                                f"{timeout}s (killed):\n{self.log()}")
@@ -85,12 +86,7 @@ class Worker:
         return report
 
     def log(self) -> str:
-        try:
-            with open(os.path.join(self.folder, "worker.log"), encoding="utf-8",
-                      errors="replace") as f:
-                return f.read()[-3000:]
-        except OSError:
-            return ""
+        return forked.read_log(self.folder)
 
 
 def start_worker(path, workflow, thread_id, *, start=None, resume=False, answer=None,
@@ -147,10 +143,7 @@ def _context():
 # the worker's side -------------------------------------------------------------------------
 def _main(spec):
     watchdog.exit_with_parent()   # ends the moment the process that started it ends
-    log = os.open(os.path.join(spec["folder"], "worker.log"),
-                  os.O_WRONLY | os.O_CREAT | os.O_APPEND)
-    os.dup2(log, 1)               # nothing a worker prints may reach a notebook cell
-    os.dup2(log, 2)
+    forked.log_to(spec["folder"])            # what it prints, and its stacks if asked
     os.environ.update(spec.get("env") or {})
     sys.path[:0] = spec["python_path"]
     for module in spec["imports"]:

@@ -35,14 +35,19 @@ its workers, for a second or two each; one that uses only one engine does not pa
 others.
 """
 
+import faulthandler
 import multiprocessing
 import multiprocessing.connection
+import os
+import signal
 import sys
 import threading
+import time
 
 from . import watchdog
 
 _STATUS = threading.Lock()      # held by every start and every status read
+STACKS = signal.SIGUSR2         # a worker sent it writes where each of its threads stands
 # {an engine's worker module: what the fork server imports ahead for its workers}
 PRELOADS = {"durable_lite.engines.dbos.worker": "durable_lite.engines.dbos.worker",
             "durable_lite.engines.langgraph.worker": "durable_lite.engines.langgraph.worker",
@@ -87,6 +92,22 @@ class Child:
             if self._process.is_alive():
                 self._process.kill()
 
+    def write_stacks(self, folder: str, timeout: float = 5.0) -> None:
+        """Ask a worker that has not ended (one that called log_to(folder)) to write every
+        thread's stack to its log, and wait until it has: the one clue a hung worker can
+        give before it is killed."""
+        with _STATUS:
+            if not self._process.is_alive():
+                return
+            os.kill(self.pid, STACKS)
+        log, deadline, size = os.path.join(folder, LOG), time.monotonic() + timeout, -1
+        while time.monotonic() < deadline:
+            time.sleep(0.2)
+            now = os.path.getsize(log) if os.path.exists(log) else 0
+            if now == size and now > 0:
+                return                            # written, and nothing more coming
+            size = now
+
     def join(self, timeout=None):
         """Wait up to `timeout` seconds for the process to end; its exit status, or None."""
         multiprocessing.connection.wait([self._process.sentinel], timeout)
@@ -104,6 +125,29 @@ def start(process, guard=None) -> Child:
     if guard is not None:
         guard.add(process.pid)
     return Child(process)
+
+
+LOG = "worker.log"              # in a worker's folder: all it printed
+
+
+def log_to(folder: str) -> None:
+    """The worker's side, right after it starts: all it prints goes to its folder's LOG, and
+    STACKS makes it write there where every thread stands (Child.write_stacks)."""
+    # First: once the log exists, STACKS must find the handler (its default is to end us).
+    faulthandler.register(STACKS, file=2, all_threads=True)   # fd 2, wherever it points then
+    log = os.open(os.path.join(folder, LOG), os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    os.dup2(log, 1)               # nothing a worker prints may reach a notebook cell
+    os.dup2(log, 2)
+    os.close(log)
+
+
+def read_log(folder: str) -> str:
+    """The end of what a worker printed (its last 3,000 characters), "" if there is none."""
+    try:
+        with open(os.path.join(folder, LOG), encoding="utf-8", errors="replace") as f:
+            return f.read()[-3000:]
+    except OSError:
+        return ""
 
 
 _watched = []

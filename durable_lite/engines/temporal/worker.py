@@ -119,6 +119,7 @@ class Worker:
         code = self.process.join(timeout)
         if code is None:
             if kill:
+                self.process.write_stacks(self.folder)
                 self.kill()
             raise TimeoutError(f"worker {self.name!r} did not finish within {timeout}s"
                                f"{' (killed)' if kill else ''}:\n{self.log()}")
@@ -150,11 +151,7 @@ class Worker:
         return report
 
     def log(self) -> str:
-        try:
-            with open(self._file("worker.log"), encoding="utf-8", errors="replace") as f:
-                return f.read()[-3000:]
-        except OSError:
-            return ""
+        return forked.read_log(self.folder)
 
 
 def start_worker(address, name, *, task_queue=TASK_QUEUE, start=(), wait_for=(), crash=None,
@@ -372,9 +369,7 @@ def _forked(folder, environment) -> None:
     it, write everything to the log, take that process's environment, then _run."""
     watchdog.exit_with_parent()
     _name_this_process(PROCESS_NAME)
-    log = os.open(os.path.join(folder, "worker.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND)
-    os.dup2(log, 1)               # nothing a worker prints may reach a notebook cell
-    os.dup2(log, 2)
+    forked.log_to(folder)            # what it prints, and its stacks if asked
     os.environ.clear()
     os.environ.update(environment)
     _run(folder)
