@@ -1,8 +1,8 @@
 """Processes a test starts, stopped however the test ends, and proof that none is left.
 
-`start(argv, ...)` runs a command in a process group of its own, which (on Linux) is also
-sent SIGTERM if the test process dies, so a cleanup can end everything it started, the
-command's own children included. `stop(process)` asks it to stop as Ctrl-C would, waits,
+`start(argv, ...)` runs a command in a process group of its own (Ctrl-C works there as in a
+terminal), which on Linux is also sent SIGTERM if the test process dies, so a cleanup can
+end everything it started, the command's own children included. `stop(process)` asks it to stop as Ctrl-C would, waits,
 then ends its whole group. `left_behind(text)` lists the live processes whose command
 line, working folder or environment mention `text`, a temporary path only one test uses:
 after the cleanup it must be empty, so a test that leaves a JupyterLab running fails,
@@ -22,7 +22,17 @@ LINUX = sys.platform.startswith("linux")
 
 
 def start(argv, **popen) -> subprocess.Popen:
-    return subprocess.Popen(argv, start_new_session=True, preexec_fn=die_with_parent, **popen)
+    return subprocess.Popen(argv, start_new_session=True, preexec_fn=_as_from_a_terminal,
+                            **popen)
+
+
+def _as_from_a_terminal() -> None:
+    """In the child, before it runs the command: Ctrl-C (SIGINT) works as it does for a
+    command typed in a terminal. A test run started in the background (`make test &`, many
+    CI runners) ignores SIGINT and every process inherits that: `stop`'s Ctrl-C then did
+    nothing and each stop waited out its whole grace (60 s for make lab's test)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    die_with_parent()
 
 
 def stop(process: subprocess.Popen, grace: float = 60.0) -> None:
