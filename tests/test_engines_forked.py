@@ -11,8 +11,10 @@ a test shows the rule that closes it: a status read waits while a start is under
 import multiprocessing
 import os
 import signal
+import sys
 import threading
 import time
+import types
 
 from durable_lite.engines.processes import forked
 
@@ -106,35 +108,32 @@ def test_a_status_read_waits_while_another_thread_is_starting_a_child():
     assert read == [0] and started == [3]
 
 
-def _preloads_after(imports, asking) -> list:
-    """What the fork server would preload in a fresh Python that imported `imports` and then
-    asked forked.context(`asking`) for its context."""
-    import json
-    import subprocess
-    import sys
-    code = ("import importlib, json, sys\n"
-            f"for name in {list(imports)!r}: importlib.import_module(name)\n"
-            "from durable_lite.engines.processes import forked\n"
-            f"forked.context({asking!r})\n"
-            "from multiprocessing import forkserver\n"
-            "print(json.dumps(forkserver._forkserver._preload_modules))\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=300, check=True)
-    return json.loads(out.stdout)
+def _preloads_after(imports, asking, monkeypatch) -> list:
+    """What the fork server would preload, asked for by forked.context(`asking`), in a
+    Python that has imported the worker modules `imports` and no other."""
+    for worker in forked.PRELOADS:
+        if worker in imports:
+            monkeypatch.setitem(sys.modules, worker, types.ModuleType(worker))
+        else:
+            monkeypatch.delitem(sys.modules, worker, raising=False)
+    return forked.preloads(asking)
 
 
-def test_the_fork_server_preloads_every_engine_this_process_uses():
+def test_the_fork_server_preloads_every_engine_this_process_uses(monkeypatch):
     dbos, langgraph, temporal = forked.PRELOADS
     temporal_preload = forked.PRELOADS[temporal]
+
+    def preloads(imports, asking):
+        return _preloads_after(imports, asking, monkeypatch)
     # only LangGraph here: DBOS and Temporal are not imported for nothing
-    assert _preloads_after([langgraph], langgraph) == [langgraph]
+    assert preloads([langgraph], langgraph) == [langgraph]
     # both imported: whichever engine starts the server first, both are imported in it,
     # so the other's workers do not import their engine one by one
-    assert _preloads_after([dbos, langgraph], langgraph) == [langgraph, dbos]
-    assert _preloads_after([dbos, langgraph], dbos) == [dbos, langgraph]
+    assert preloads([dbos, langgraph], langgraph) == [langgraph, dbos]
+    assert preloads([dbos, langgraph], dbos) == [dbos, langgraph]
     # Temporal's workers need the SDK and the course's workflows: its preload module
-    assert _preloads_after([temporal, dbos], temporal_preload) == [temporal_preload, dbos]
-    assert _preloads_after([temporal, langgraph], langgraph) == [langgraph, temporal_preload]
+    assert preloads([temporal, dbos], temporal_preload) == [temporal_preload, dbos]
+    assert preloads([temporal, langgraph], langgraph) == [langgraph, temporal_preload]
 
 
 def test_kill_is_quiet_when_the_child_is_gone_before_its_end_was_heard():

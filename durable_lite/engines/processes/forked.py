@@ -58,9 +58,13 @@ def context(module: str):
     """multiprocessing's fork-server context, its server preloading `module` and what the
     other engines whose worker modules are imported here need (if it has not started yet)."""
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(
-        [module] + [m for w, m in PRELOADS.items() if m != module and w in sys.modules])
+    ctx.set_forkserver_preload(preloads(module))
     return ctx
+
+
+def preloads(module: str) -> list:
+    """`module`, then the preloads of the other engines whose worker modules are imported."""
+    return [module] + [m for w, m in PRELOADS.items() if m != module and w in sys.modules]
 
 
 class Child:
