@@ -2,6 +2,8 @@
 between the workflow task that began the wait and the one that ended it, so the seconds a
 busy worker takes to pick tasks up are not counted as the workflow's own wait."""
 
+import pytest
+
 from durable_lite.engines.compare.killed_waiting import _signalled_after, _waited_after
 
 
@@ -54,8 +56,6 @@ def test_a_caller_that_has_stopped_gets_no_new_worker_on_either_engine(tmp_path)
     """A check's threads may still be finishing runs after its time limit: they start no
     worker for it (once started, each would only be killed at once, and on a busy machine
     a stopped check's threads went on doing so for a minute)."""
-    import pytest
-
     from durable_lite.engines.compare import killed_waiting
     from durable_lite.engines.temporal.worker import started
 

@@ -22,7 +22,8 @@ import re
 import pytest
 
 from jupyter_driver import button, expect
-from widget_details import DECISION_TABLE, DECISION_TABLE_CSS, calls, check_the_decision_table, check_the_mode_buttons
+from widget_details import (DECISION_TABLE, DECISION_TABLE_CSS, calls, check_the_decision_table,
+                            check_the_mode_buttons)
 from widget_lessons import KNOWN_WIDGETS, OTHER, widget_lessons
 
 LESSONS = widget_lessons()
