@@ -2,11 +2,12 @@
 
 `start(argv, ...)` runs a command in a process group of its own (Ctrl-C works there as in a
 terminal), which on Linux is also sent SIGTERM if the test process dies, so a cleanup can
-end everything it started, the command's own children included. `stop(process)` asks it to stop as Ctrl-C would, waits,
-then ends its whole group. `left_behind(text)` lists the live processes whose command
-line, working folder or environment mention `text`, a temporary path only one test uses:
-after the cleanup it must be empty, so a test that leaves a JupyterLab running fails,
-naming it, instead of leaving it for someone to find minutes later.
+end everything it started, the command's own children included. `stop(process)` asks it to
+stop as Ctrl-C would, waits, then ends its whole group. `left_behind(text)` lists the live
+processes whose command line, working folder or environment mention `text`, a temporary
+path only one test uses: after the cleanup it must be empty, so a test that leaves a
+JupyterLab running fails, naming it, instead of leaving it for someone to find minutes
+later.
 """
 
 import os

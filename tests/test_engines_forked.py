@@ -160,6 +160,7 @@ def test_kill_ends_a_running_child_with_sigkill():
 
 def _stuck_where_the_stack_shows(folder):
     forked.log_to(folder)
+    print("a line printed before it got stuck", flush=True)   # the log is not empty when asked
     threading.Thread(target=time.sleep, args=(3600,), daemon=True).start()
     while True:
         signal.pause()            # returns after each signal handled, the stacks' too
@@ -173,7 +174,7 @@ def test_a_worker_that_never_ends_writes_every_threads_stack_to_its_log_when_ask
                                          args=(str(tmp_path),)))
     try:
         deadline = time.monotonic() + 60
-        while not (tmp_path / forked.LOG).exists() and time.monotonic() < deadline:
+        while not forked.read_log(str(tmp_path)) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert child.join(0.2) is None, "the worker ended on its own"
         child.write_stacks(str(tmp_path))

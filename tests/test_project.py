@@ -9,6 +9,7 @@ import queue
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -473,6 +474,25 @@ def test_make_lab_prints_a_link_that_opens_lesson_00(tmp_path):
     assert launcher.process.returncode == 0, launcher.report()
     with pytest.raises(OSError):                          # the server stopped with it
         urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status", timeout=5)
+
+
+def test_a_command_a_test_starts_stops_at_ctrl_c_even_when_the_test_run_ignores_it():
+    """A test run started in the background ignores SIGINT, and its children inherit that:
+    the Ctrl-C that `stop` sends would do nothing, and each stop would wait out its grace.
+    process_support.start gives the command Ctrl-C back, as a terminal would."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)      # as in `make test &`
+    try:
+        child = process_support.start(
+            [sys.executable, "-c", "import time; print('ready', flush=True); time.sleep(600)"],
+            stdout=subprocess.PIPE, text=True)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    try:
+        assert child.stdout.readline() == "ready\n"
+        child.send_signal(signal.SIGINT)
+        assert child.wait(timeout=60) != 0, "Ctrl-C did not stop it"
+    finally:
+        process_support.stop(child, grace=5)
 
 
 @pytest.mark.skipif(not process_support.LINUX, reason="only Linux can tell a process to die "

@@ -100,15 +100,17 @@ class Child:
         """Ask a worker that has not ended (one that called log_to(folder)) to write every
         thread's stack to its log, and wait until it has: the one clue a hung worker can
         give before it is killed."""
+        log = os.path.join(folder, LOG)
+        size = before = _size(log)              # what it printed before it was asked
         with _STATUS:
             if not self._process.is_alive():
                 return
             os.kill(self.pid, STACKS)
-        log, deadline, size = os.path.join(folder, LOG), time.monotonic() + timeout, -1
+        deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             time.sleep(0.2)
-            now = os.path.getsize(log) if os.path.exists(log) else 0
-            if now == size and now > 0:
+            now = _size(log)
+            if now == size and now > before:
                 return                            # written, and nothing more coming
             size = now
 
@@ -143,6 +145,13 @@ def log_to(folder: str) -> None:
     os.dup2(log, 1)               # nothing a worker prints may reach a notebook cell
     os.dup2(log, 2)
     os.close(log)
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
 
 
 def read_log(folder: str) -> str:
