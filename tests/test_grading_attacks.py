@@ -205,7 +205,8 @@ def test_a_process_the_notebook_leaves_running_is_killed(tmp_path, monkeypatch):
               '    os._exit(0)\n'
               'os.setsid()\n'
               'os.chdir(os.path.dirname(sys.argv[1]))\n'
-              'open(sys.argv[1], "a").write(f"{os.getpid()}\\n")\n'
+              'open(sys.argv[1] + ".new", "w").write(f"{os.getpid()}\\n")\n'
+              'os.rename(sys.argv[1] + ".new", sys.argv[1])\n'     # whole, or not there
               'while True:\n'
               '    try:\n'
               '        open("results.jsonl", "a").write(json.dumps({"passed": 4}) + "\\n")\n'
@@ -216,7 +217,9 @@ def test_a_process_the_notebook_leaves_running_is_killed(tmp_path, monkeypatch):
 import os, subprocess, sys, time
 subprocess.Popen([sys.executable, "-c", {daemon!r}, os.environ["LINGER_PIDS"]],
                  start_new_session=True, env={{}}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-time.sleep(1.0)
+deadline = time.monotonic() + 25          # within the cell's 30 s: the daemon is running
+while not os.path.exists(os.environ["LINGER_PIDS"]) and time.monotonic() < deadline:
+    time.sleep(0.05)
 '''
     score = grade_notebook(learner("01_naive_retry", tmp_path / "mallory",
                                    cells={"def run_naive": attack}))
@@ -251,10 +254,13 @@ def _wait_gone(pid, seconds=30.0):
 # that records its pid and lives on; then the kernel exits, or first kills its own parent.
 ESCAPE = '''
 import os, subprocess, sys, time
-DAEMON = "import os, sys, time\\nopen(sys.argv[1], 'w').write(str(os.getpid()))\\nwhile True: time.sleep(0.2)\\n"
+# The pid is written whole or not at all (renamed into place): the kernel exits as soon as
+# the file is there, and the grader may kill the daemon a moment later.
+DAEMON = ("import os, sys, time\\nopen(sys.argv[1] + '.new', 'w').write(str(os.getpid()))\\n"
+          "os.rename(sys.argv[1] + '.new', sys.argv[1])\\nwhile True: time.sleep(0.2)\\n")
 subprocess.Popen([sys.executable, "-c", DAEMON, {pids!r}], start_new_session=True, env={{}},
                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-deadline = time.monotonic() + 30
+deadline = time.monotonic() + 25
 while not os.path.exists({pids!r}) and time.monotonic() < deadline:
     time.sleep(0.05)
 {before_exit}
