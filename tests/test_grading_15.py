@@ -478,7 +478,9 @@ def test_each_port_fails_exactly_the_tests_of_its_mistake(graded, qid, label, ex
     results = outcome(graded, qid, label)
     assert failed(results) == expected, spelled_out(results)
     for n in expected:
-        assert results[n].status == checks.FAILED, (results[n].status, results[n].message)
+        # a text, not a tuple: pytest shows a text whole, but cuts the middle out of a tuple's
+        # repr, where a hung worker's stacks are (a check error's message carries them)
+        assert results[n].status == checks.FAILED, f"{results[n].status}: {results[n].message}"
         assert results[n].message and results[n].hint
 
 
