@@ -140,14 +140,13 @@ def pytest_configure(config):
 def _cpu_per_test_if_asked(config) -> None:
     """DURABLE_LITE_SUITE_CPU=FILE: each test's CPU, its processes' included, appended to
     FILE (tests/tools/suite_cpu.py, which also sums it up). Off by default."""
-    path = os.environ.get("DURABLE_LITE_SUITE_CPU")
-    if path:
+    if os.environ.get("DURABLE_LITE_SUITE_CPU"):
         import importlib.util           # loaded from its file: sys.path stays as the tests see it
         spec = importlib.util.spec_from_file_location(
             "suite_cpu", Path(__file__).parent / "tools" / "suite_cpu.py")
         tool = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(tool)
-        config.pluginmanager.register(tool.SuiteCpu(os.path.abspath(path)), "suite-cpu")
+        tool.register_if_asked(config)
 
 
 def _kernels_that_die_say_how() -> None:

@@ -15,7 +15,7 @@ _spec = importlib.util.spec_from_file_location("suite_cpu", TOOL)
 suite_cpu = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(suite_cpu)
 
-# The meter, registered as tests/conftest.py registers it.
+# The meter, registered as tests/conftest.py registers it: when the variable asks for it.
 CONFTEST = f'''
 import importlib.util
 spec = importlib.util.spec_from_file_location("suite_cpu", {str(TOOL)!r})
@@ -23,7 +23,7 @@ tool = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(tool)
 
 def pytest_configure(config):
-    config.pluginmanager.register(tool.SuiteCpu("cpu.jsonl"), "suite-cpu")
+    tool.register_if_asked(config)
 '''
 
 # The first test's child starts a grandchild that burns 0.6 s of CPU and waits for it, then
@@ -66,7 +66,8 @@ def test_a_grandchilds_cpu_is_charged_once_to_the_test_that_started_it(tmp_path)
     ran = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                           "test_burn.py"], cwd=tmp_path, capture_output=True, text=True,
                          timeout=300, env=dict(os.environ, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
-                                               PYTEST_ADDOPTS=""))
+                                               PYTEST_ADDOPTS="",
+                                               DURABLE_LITE_SUITE_CPU="cpu.jsonl"))
     assert ran.returncode == 0, ran.stdout + ran.stderr
     lines = (tmp_path / "cpu.jsonl").read_text().splitlines()
     cpu = {json.loads(line)["id"]: json.loads(line)["cpu"] for line in lines}
