@@ -141,12 +141,8 @@ def _cpu_per_test_if_asked(config) -> None:
     """DURABLE_LITE_SUITE_CPU=FILE: each test's CPU, its processes' included, appended to
     FILE (tests/tools/suite_cpu.py, which also sums it up). Off by default."""
     if os.environ.get("DURABLE_LITE_SUITE_CPU"):
-        import importlib.util           # loaded from its file: sys.path stays as the tests see it
-        spec = importlib.util.spec_from_file_location(
-            "suite_cpu", Path(__file__).parent / "tools" / "suite_cpu.py")
-        tool = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(tool)
-        tool.register_if_asked(config)
+        from by_path import load
+        load("tools/suite_cpu.py").register_if_asked(config)
 
 
 def _kernels_that_die_say_how() -> None:

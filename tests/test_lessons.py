@@ -4,13 +4,13 @@ promised before it exists, and no notebook is committed with dead widget views.
 These read the committed files only; running the lessons is nbval's job.
 """
 
-import importlib.util
 import re
 from pathlib import Path
 
 import nbformat
 import pytest
 
+from by_path import load
 from durable_lite.lab.workspace import originals
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,11 +52,7 @@ def ids(paths):
 
 def refresh_tool():
     """tests/tools/refresh_notebooks.py, loaded as a module."""
-    spec = importlib.util.spec_from_file_location("refresh_notebooks",
-                                                  ROOT / "tests" / "tools" / "refresh_notebooks.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load("tools/refresh_notebooks.py")
 
 
 # widget views ------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 import process_support
+from by_path import load
 from durable_lite.lab.launch import READY_TIMEOUT
 from durable_lite.lab.workspace import originals
 
@@ -179,13 +180,8 @@ def test_the_makefile_installs_with_the_pins_and_can_refresh_them():
 def test_the_test_modules_rewritten_ahead_are_what_pytest_loads_until_their_source_changes(tmp_path):
     """`make bytecode` writes pytest's caches of the test modules (tests/tools/rewrite_tests.py):
     pytest must load them as its own, and must not load one whose module has changed."""
-    import importlib.util
-
     from _pytest.assertion import rewrite
-    spec = importlib.util.spec_from_file_location(
-        "rewrite_tests", os.path.join(ROOT, "tests", "tools", "rewrite_tests.py"))
-    tool = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tool)
+    tool = load("tools/rewrite_tests.py")
     assert os.path.join(ROOT, "tests", "test_project.py") in map(str, tool.test_modules())
     module = tmp_path / "test_sample.py"
     module.write_text("def test_sum():\n    total = 1 + 1\n    assert total == 3\n")
@@ -201,10 +197,7 @@ def test_the_test_modules_rewritten_ahead_are_what_pytest_loads_until_their_sour
 
 
 def test_the_lock_merges_per_python_answers_into_markers():
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("lock", os.path.join(ROOT, "tests", "tools", "lock.py"))
-    lock = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(lock)
+    lock = load("tools/lock.py")
     resolved = {"3.10": {"numpy": ("numpy", "2.2.6"), "tomli": ("tomli", "2.5.0"), "six": ("six", "1.17.0")},
                 "3.11": {"numpy": ("numpy", "2.4.6"), "six": ("six", "1.17.0")},
                 "3.12": {"numpy": ("numpy", "2.4.6"), "six": ("six", "1.17.0")},
@@ -517,10 +510,7 @@ def test_the_lessons_that_run_real_engines_are_found_and_fail_only_where_they_ca
     LangGraph) are found by what their cells import; where an engine cannot run they fail
     before their first cell with the reason durable_lite.engines gives (never a skip); no
     other lesson is affected."""
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("suite_rules", os.path.join(ROOT, "tests", "conftest.py"))
-    rules = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(rules)
+    rules = load("conftest.py", "suite_rules")
     lessons = sorted(Path(ROOT, "notebooks").glob("*.ipynb"))
     flagged = {p.name for p in lessons if rules.uses_engines(p)}
     assert "14_graduating_to_a_real_engine.ipynb" in flagged
@@ -559,11 +549,7 @@ def test_the_suite_keeps_its_temporary_files_in_memory_where_linux_has_room():
 def test_a_run_removes_the_temporary_folders_that_runs_now_gone_left_in_memory(tmp_path):
     """A killed run's TMPDIR in /dev/shm holds memory until someone removes it: the next
     run removes each folder whose run (the pid in its name) has ended, and only those."""
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("suite_conftest",
-                                                  os.path.join(ROOT, "tests", "conftest.py"))
-    suite_conftest = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(suite_conftest)
+    suite_conftest = load("conftest.py", "suite_conftest")
     ended = subprocess.Popen([sys.executable, "-c", "pass"])
     ended.wait()
     names = {"gone": f"dlt-{ended.pid}-abc123", "mine": f"dlt-{os.getpid()}-def456",

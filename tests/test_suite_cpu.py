@@ -1,7 +1,6 @@
 """The suite's CPU meter (tests/tools/suite_cpu.py) charges a test with what its processes
 spent, a child's children included, and says what each file cost."""
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -10,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-TOOL = Path(__file__).resolve().parent / "tools" / "suite_cpu.py"
-_spec = importlib.util.spec_from_file_location("suite_cpu", TOOL)
-suite_cpu = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(suite_cpu)
+from by_path import TESTS, load
+
+TOOL = TESTS / "tools" / "suite_cpu.py"
+suite_cpu = load(TOOL)
 
 # The meter, registered as tests/conftest.py registers it: when the variable asks for it.
 CONFTEST = f'''
