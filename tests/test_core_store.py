@@ -56,6 +56,46 @@ def test_a_sqlite_database_of_another_application_is_refused_untouched(tmp_path)
     assert_refused_untouched(path, "customers", "untouched")
 
 
+@pytest.mark.parametrize("whose", ["another application's", "a newer durable_lite's"])
+def test_a_database_open_elsewhere_beside_its_log_is_refused_untouched(tmp_path, whose):
+    """With a log (-wal) beside the file, the store's own connection reads it before writing
+    anything (no probe first): what it finds there, the log included, is refused as the
+    probe refuses it, and the file, its log and the folder are left as they were."""
+    path = str(tmp_path / "app.db")
+    if whose == "another application's":
+        sql, words = "CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT)", ("customers",)
+    else:
+        dl.SQLiteStore(path).close()
+        sql = f"UPDATE durable_lite_meta SET value = '{SCHEMA_VERSION + 1}' WHERE key = 'schema_version'"
+        words = (f"schema {SCHEMA_VERSION + 1}", "newer")
+    elsewhere = sqlite3.connect(path, isolation_level=None)   # the other program, still open
+    try:
+        elsewhere.execute("PRAGMA journal_mode = WAL")
+        elsewhere.execute(sql)                                # committed into the log only
+        assert os.path.getsize(path + "-wal") > 0
+        log = digest(path + "-wal")
+        assert_refused_untouched(path, *words)
+        assert digest(path + "-wal") == log
+    finally:
+        elsewhere.close()
+
+
+def test_a_store_reopened_beside_its_log_opens_one_connection(tmp_path, monkeypatch):
+    """Nearly every open finds the store's log beside it (a sweep's or a grader's store
+    reopened by each "new process"): one connection then does it all."""
+    path = str(tmp_path / "runs.db")
+    first = dl.SQLiteStore(path)
+    first.list_runs()                              # in use: its log is beside the file
+    assert os.path.exists(path + "-wal")
+    opened, connect = [], sqlite3.connect
+    monkeypatch.setattr(sqlite3, "connect", lambda *a, **k: opened.append(a) or connect(*a, **k))
+    try:
+        dl.SQLiteStore(path).close()
+    finally:
+        first.close()
+    assert len(opened) == 1, opened
+
+
 def test_a_store_from_a_newer_schema_is_refused_untouched(tmp_path, stores):
     path = str(tmp_path / "future.db")
     store = stores(path)
