@@ -34,6 +34,9 @@ class ToolError(Exception):
 
 
 def _open(path, ddl):
+    if not os.path.exists(path):                # a new file in one step, its tables in it
+        from .store import template             # (imported on first use: see store/sqlite.py)
+        template.create_scripted(path, ddl)
     db = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
     # The world must outlive the workflow's process, not the machine: with synchronous=OFF
     # every commit still reaches the operating system before the call returns (a SIGKILL

@@ -196,3 +196,48 @@ def test_threads_open_and_forget_worlds_side_by_side(tmp_path):
         t.join()
     assert errors == []
     sim.forget_worlds(tmp_path)
+
+
+def _tables_and_mode(path):
+    import sqlite3
+    db = sqlite3.connect(path)
+    try:
+        return (sorted(db.execute("SELECT type, name, sql FROM sqlite_master")),
+                db.execute("PRAGMA journal_mode").fetchone()[0])
+    finally:
+        db.close()
+
+
+def test_a_new_service_file_made_in_one_step_is_the_file_its_statements_make(tmp_path, monkeypatch):
+    """A world's new service file is a copy of an empty one (store/template.py
+    create_scripted): built in memory, or before Python 3.11 in a draft file. Made by its
+    statements in place instead (no hard links), it is the same file; each way the folder
+    holds only the service's files, and the service works."""
+    import errno
+
+    from durable_lite.store import template
+
+    def made(way):
+        folder = tmp_path / way
+        folder.mkdir()
+        world = dl.sim.World(str(folder))
+        world.payments.refund("A-1", 5, idempotency_key="k")
+        world.close()
+        files = {f.name for f in folder.iterdir()} - {"payments.db-wal", "payments.db-shm"}
+        assert files == {"payments.db"}, (way, files)
+        again = dl.sim.World(str(folder))
+        assert again.summary()["refunds"] == 1
+        again.close()
+        return _tables_and_mode(str(folder / "payments.db"))
+
+    copied = made("copied")
+    monkeypatch.setattr(template, "_SCRIPTED", {})
+    monkeypatch.setattr(template, "IN_MEMORY", False)           # as on a Python before 3.11
+    drafted = made("drafted")
+
+    def no_hard_links(source, target):
+        raise OSError(errno.EPERM, "this filesystem has no hard links")
+    monkeypatch.setattr(template.os, "link", no_hard_links)
+    in_place = made("in-place")
+    assert copied == drafted == in_place
+    assert copied[1] == "wal"

@@ -18,6 +18,10 @@ own name is removed at once. (It is closed before it takes the store's name beca
 any descriptor of a file drops every SQLite lock this process holds on that file.) On a
 filesystem without hard links `create` returns False and the store is made statement by
 statement, in place.
+
+The simulated world's services are made the same way (`create_scripted`, sim.py): every case
+of a crash sweep starts a new world, a file per service, and its tables written statement
+by statement cost each new file about twice what copying an empty one does.
 """
 
 import os
@@ -57,7 +61,55 @@ def create(path: str, durability: str) -> bool:
     there meanwhile, or if this filesystem cannot make it in one step (then nothing was
     written).
     Under durability="power" the file and its folder are on disk before this returns."""
-    global EMPTY_STORE
+    def fill(fd, draft):
+        global EMPTY_STORE
+        if EMPTY_STORE is None:                      # the first new store, before 3.11
+            EMPTY_STORE = _built_in_file(draft)
+        else:
+            _write_all(fd, EMPTY_STORE)
+    return _made_in_one_step(path, fill, sync=durability == "power")
+
+
+# script -> the bytes of an empty database that script makes (create_scripted)
+_SCRIPTED = {}
+IN_MEMORY = hasattr(sqlite3.Connection, "serialize")     # Python 3.11 and newer
+
+
+def create_scripted(path: str, script: str) -> bool:
+    """Make `path` a new SQLite file holding what `script` creates (CREATE statements), as
+    `create` makes a store: True if this call made it, False if not (a file appeared there
+    meanwhile, or no hard links: make it in place). Nothing is synced to disk."""
+    def fill(fd, draft):
+        image = _SCRIPTED.get(script)
+        if image is None:
+            image = _SCRIPTED[script] = _scripted(script, draft)
+        _write_all(fd, image)
+    return _made_in_one_step(path, fill, sync=False)
+
+
+def _scripted(script: str, draft: str):
+    """The bytes of an empty database `script` makes: built in memory, or where this Python
+    cannot copy one out of memory (before 3.11), in `draft` (then returned as read back)."""
+    db = sqlite3.connect(":memory:" if IN_MEMORY else draft, isolation_level=None)
+    try:
+        db.executescript(script)
+        if IN_MEMORY:
+            return db.serialize()
+    finally:
+        db.close()
+    with open(draft, "rb") as f:
+        return f.read()
+
+
+def _write_all(fd, data):
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _made_in_one_step(path: str, fill, sync: bool) -> bool:
+    """Write a draft beside `path` with `fill(fd, draft)`, then link it to `path` (never
+    replacing a file there); True if this call made `path`."""
     folder, name = os.path.split(os.path.abspath(path))
     draft = os.path.join(folder, f".{name}.new-{os.getpid()}-{os.urandom(4).hex()}")
     try:
@@ -66,13 +118,8 @@ def create(path: str, durability: str) -> bool:
         return False
     try:
         try:
-            if EMPTY_STORE is None:                  # the first new store, before 3.11
-                EMPTY_STORE = _built_in_file(draft)
-            else:
-                view = memoryview(EMPTY_STORE)
-                while view:
-                    view = view[os.write(fd, view):]
-            if durability == "power":
+            fill(fd, draft)
+            if sync:
                 os.fsync(fd)
         finally:
             os.close(fd)
@@ -85,7 +132,7 @@ def create(path: str, durability: str) -> bool:
             os.unlink(draft)
         except FileNotFoundError:                # someone tidied the folder meanwhile
             pass
-    if durability == "power":
+    if sync:
         _sync_folder(folder)
     return True
 
