@@ -26,6 +26,7 @@ import sqlite3
 import threading
 from contextlib import contextmanager
 
+from .store import template
 from .store.sqlite import enable_wal
 
 
@@ -34,9 +35,10 @@ class ToolError(Exception):
 
 
 def _open(path, ddl):
-    if not os.path.exists(path):                # a new file in one step, its tables in it
-        from .store import template             # (imported on first use: see store/sqlite.py)
-        template.create_scripted(path, ddl)
+    # Imported with this module, not here: a service opened inside a Temporal workflow's
+    # sandbox (a learner's mistake that lesson 15 and exercise 15 show) may import nothing.
+    if not os.path.exists(path):
+        template.create_scripted(path, ddl)     # a new file in one step, its tables in it
     db = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
     # The world must outlive the workflow's process, not the machine: with synchronous=OFF
     # every commit still reaches the operating system before the call returns (a SIGKILL
