@@ -20,6 +20,7 @@ the launcher is killed outright (SIGKILL), so no JupyterLab is left running unse
 """
 
 import argparse
+import http.client
 import json
 import os
 import secrets
@@ -137,7 +138,12 @@ def wait_until_ready(server: subprocess.Popen, port: int, token: str, lesson: st
             if exc.code == 404:
                 return f"the server is up but has no {lesson} (run this from the course folder)"
         except OSError:
-            pass                                  # not listening yet
+            pass                                  # not listening yet (or closed on us)
+        except http.client.HTTPException:
+            # Something that does not speak HTTP took the port between free_port() and the
+            # server's start (a kernel's socket, say): JupyterLab cannot listen there.
+            return (f"another program answers on port {port}, so JupyterLab cannot listen "
+                    "there; start it again (it picks a free port) or give another PORT=")
         if server.poll() is not None:
             return f"JupyterLab exited with code {server.returncode} before it was ready"
         if time.monotonic() > deadline:
