@@ -22,23 +22,14 @@ import pytest
 pytest.importorskip("jupyter_server")
 
 import process_support  # noqa: E402
-from durable_lite.lab import launch  # noqa: E402
 from test_lab_readonly_paths import LESSON, ROOT, Lab  # noqa: E402
 
 WAIT = 3                     # seconds a copy waits for its lesson's tab here (30 in make lab)
 
 
 class CopiesLab(Lab):
-    def start(self) -> None:
-        self.port = launch.free_port()
-        command = launch.jupyter_command(self.course, self.port) + [
-            f"--CourseSessionManager.wait_for_the_lesson={WAIT}"]
-        with open(self.log, "ab") as log:
-            self.process = process_support.start(command, cwd=self.base, env=self.environment(),
-                                                 stdout=log, stderr=log)
-        problem = launch.wait_until_ready(self.process, self.port, self.token, LESSON,
-                                          timeout=180)
-        assert problem is None, problem
+    def command(self) -> list:
+        return super().command() + [f"--CourseSessionManager.wait_for_the_lesson={WAIT}"]
 
     def api(self, method, path, body=None):
         request = urllib.request.Request(

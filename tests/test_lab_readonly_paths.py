@@ -159,15 +159,17 @@ class Lab:
         env["XDG_DATA_HOME"] = str(self.base / "xdg")
         return launch.course_environment(env, self.base / "settings")
 
+    def command(self) -> list:
+        return launch.jupyter_command(self.course, self.port)
+
     def start(self) -> None:
         problem = None
         for _ in range(3):          # the free port can be taken between probe and bind
             self.port = launch.free_port()
             with open(self.log, "ab") as log:
                 self.process = process_support.start(
-                    launch.jupyter_command(self.course, self.port), cwd=self.base,
-                    env=self.environment(), stdin=subprocess.DEVNULL, stdout=log,
-                    stderr=subprocess.STDOUT)
+                    self.command(), cwd=self.base, env=self.environment(),
+                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
             problem = launch.wait_until_ready(self.process, self.port, self.token, LESSON,
                                               timeout=START_DEADLINE)
             if problem is None:

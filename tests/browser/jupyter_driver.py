@@ -22,6 +22,7 @@ Nothing here sleeps for a fixed time. Two conditions do all the waiting:
 """
 
 import contextlib
+import http.client
 import json
 import os
 import re
@@ -202,6 +203,8 @@ class LabServer:
                         return True
             except OSError:
                 time.sleep(0.2)             # polling a server that is starting, not a wait for work
+            except http.client.HTTPException:
+                break                       # not a web server: another program took the port
         self.stop()
         return False
 
