@@ -97,8 +97,18 @@ def _scripted(script: str, draft: str):
             return db.serialize()
     finally:
         db.close()
-    with open(draft, "rb") as f:
-        return f.read()
+    # Read back with os calls: a world's service may be opened inside a Temporal workflow's
+    # sandbox (a learner's mistake exercise 15 shows), which refuses the builtin open().
+    fd = os.open(draft, os.O_RDONLY)
+    try:
+        chunks = []
+        while True:
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
 
 
 def _write_all(fd, data):
