@@ -298,7 +298,11 @@ _TRACKER_JS = """() => {
   window.__durableLite = tracker;
   kernel.anyMessage.connect((_, args) => {
     const msg = args.msg;
-    if (args.direction === 'send' && msg.channel === 'shell') {
+    // A comm_close asks for nothing back (the protocol has no reply to it): JupyterLab
+    // without the widget extension sends one for each widget the kernel opens, and waiting
+    // for the kernel's "idle" after it once waited 90 s on a busy machine for nothing.
+    if (args.direction === 'send' && msg.channel === 'shell'
+        && msg.header.msg_type !== 'comm_close') {
       tracker.pending.set(msg.header.msg_id, msg.header.msg_type);
       if (msg.header.msg_type === 'comm_msg') { tracker.widgetMessages.add(msg.header.msg_id); }
     }
