@@ -94,7 +94,11 @@ class RunningHub:
         with open(self.out, "w") as out:
             self.process = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
                                             stdin=subprocess.DEVNULL, start_new_session=True)
-        text = wait_for(self._printed, "the hub to print its links")
+        try:
+            text = wait_for(self._printed, "the hub to print its links")
+        except AssertionError as exc:        # what the launcher and the hub said, to see why
+            said = self.out.read_text(encoding="utf-8", errors="replace")
+            raise AssertionError(f"{exc}; the launcher said:\n{said}\n{self.log_tail()}") from None
         self.ready_seconds = time.monotonic() - self.started
         self.learners_url = re.search(r"Learners open:\s+(\S+)", text).group(1)
         self.instructor_url = re.search(r"Instructor opens:\s+(\S+)", text).group(1)

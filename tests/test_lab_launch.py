@@ -1,6 +1,6 @@
-"""`make lab`'s wait for JupyterLab: a port taken by a program that is not a web server, between
-the moment a free port is picked and the moment the server would listen there, is said, not
-raised (the launcher and the tests that start a Lab try another port)."""
+"""`make lab`'s wait for JupyterLab, and `make hub`'s for JupyterHub: a port taken by a program
+that is not a web server, between the moment a free port is picked and the moment the server
+would listen there, is said, not raised (the tests that start one try another port)."""
 
 import socket
 import subprocess
@@ -8,10 +8,18 @@ import sys
 import threading
 import time
 
+import pytest
+
+from durable_lite.hub import launch as hub_launch
 from durable_lite.lab import launch
 
+WAITS = {"make lab": lambda server, port: launch.wait_until_ready(
+             server, port, "token", "notebooks/00_welcome.ipynb", timeout=60),
+         "make hub": lambda server, port: hub_launch.wait_until_ready(server, port, timeout=60)}
 
-def test_a_port_answered_by_something_that_is_not_http_is_said_not_raised():
+
+@pytest.mark.parametrize("which", sorted(WAITS))
+def test_a_port_answered_by_something_that_is_not_http_is_said_not_raised(which):
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen()
@@ -30,8 +38,7 @@ def test_a_port_answered_by_something_that_is_not_http_is_said_not_raised():
     server = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         started = time.monotonic()
-        problem = launch.wait_until_ready(server, port, "token", "notebooks/00_welcome.ipynb",
-                                          timeout=60)
+        problem = WAITS[which](server, port)
         assert problem is not None and f"port {port}" in problem, problem
         assert "another program" in problem
         assert time.monotonic() - started < 30       # said at once, not after the deadline

@@ -25,6 +25,7 @@ hub/run/ is deleted at the end; hub/jupyterhub.log keeps the hub's log.
 """
 
 import argparse
+import http.client
 import json
 import os
 import secrets
@@ -121,6 +122,10 @@ def wait_until_ready(hub: subprocess.Popen, port: int, timeout: float = READY_TI
                     break                              # 302 to sign in: it is there
             except OSError:
                 pass
+            except http.client.HTTPException:
+                # Not a web server: another program took the port (lab/launch.py, the same).
+                return (f"another program answers on port {port}, so the hub cannot listen "
+                        "there; start it again (it picks a free port) or give another PORT=")
             if hub.poll() is not None:
                 return f"JupyterHub exited with code {hub.returncode} before it was ready"
             if time.monotonic() > deadline:
