@@ -230,7 +230,9 @@ def test_a_new_service_file_made_in_one_step_is_the_file_its_statements_make(tmp
         again.close()
         return _tables_and_mode(str(folder / "payments.db"))
 
+    monkeypatch.setattr(template, "_SCRIPTED", {})
     copied = made("copied")
+    assert dl.sim.Payments.ddl in template._SCRIPTED       # made from the empty file's bytes
     monkeypatch.setattr(template, "_SCRIPTED", {})
     monkeypatch.setattr(template, "IN_MEMORY", False)           # as on a Python before 3.11
     drafted = made("drafted")
